@@ -1,0 +1,118 @@
+//! Who are we? Pure: from argv[0]'s file name and the arguments, decide
+//! whether this process is a tool, the `ikigai` host, or the front door of
+//! `ikigai-tools` itself (list, help, version, an unknown name).
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::tool::Tool;
+use crate::tools;
+
+pub enum Personality {
+    /// Run this tool with the remaining arguments.
+    Tool(&'static dyn Tool, Vec<OsString>),
+    /// Run the host with the remaining arguments.
+    Host(Vec<OsString>),
+    List,
+    Help,
+    Version,
+    /// An unknown tool name: an error listing the known ones.
+    Unknown(String),
+}
+
+/// The host's own name, as argv[0] or as the first argument.
+pub const HOST_NAME: &str = "ikigai";
+
+pub fn resolve(argv: Vec<OsString>) -> Personality {
+    let mut argv = argv.into_iter();
+    let argv0 = argv.next().unwrap_or_default();
+    let rest: Vec<OsString> = argv.collect();
+
+    let base = Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(p) = by_name(&base, &rest) {
+        return p;
+    }
+
+    let Some(first) = rest.first() else {
+        return Personality::Help;
+    };
+    let first = first.to_string_lossy().into_owned();
+    match first.as_str() {
+        "--list" => Personality::List,
+        "--help" | "-h" | "help" => Personality::Help,
+        "--version" | "-V" => Personality::Version,
+        name => by_name(name, &rest[1..]).unwrap_or(Personality::Unknown(first)),
+    }
+}
+
+fn by_name(name: &str, rest: &[OsString]) -> Option<Personality> {
+    if name == HOST_NAME {
+        return Some(Personality::Host(rest.to_vec()));
+    }
+    tools::find(name).map(|tool| Personality::Tool(tool, rest.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    fn tool_of(p: Personality) -> (&'static str, Vec<OsString>) {
+        match p {
+            Personality::Tool(t, rest) => (t.name(), rest),
+            _ => panic!("not a tool"),
+        }
+    }
+
+    #[test]
+    fn argv0_picks_tool_by_command_or_schema_name() {
+        let (name, rest) = tool_of(resolve(argv(&["/usr/libexec/ikigai/bash", "--schema"])));
+        assert_eq!((name, rest), ("bash", argv(&["--schema"])));
+        for tool in tools::TOOLS {
+            let (name, _) = tool_of(resolve(argv(&[tool.command()])));
+            assert_eq!(name, tool.name());
+            let (name, _) = tool_of(resolve(argv(&[&format!("/x/{}", tool.name())])));
+            assert_eq!(name, tool.name());
+        }
+    }
+
+    #[test]
+    fn other_names_take_the_first_argument() {
+        let (name, rest) = tool_of(resolve(argv(&["ikigai-tools", "bash", "{}"])));
+        assert_eq!((name, rest), ("bash", argv(&["{}"])));
+        let (name, _) = tool_of(resolve(argv(&["./renamed", "bash"])));
+        assert_eq!(name, "bash");
+        assert!(matches!(
+            resolve(argv(&["ikigai-tools"])),
+            Personality::Help
+        ));
+        assert!(matches!(
+            resolve(argv(&["ikigai-tools", "--list"])),
+            Personality::List
+        ));
+        assert!(matches!(
+            resolve(argv(&["ikigai-tools", "--version"])),
+            Personality::Version
+        ));
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "nope"])), Personality::Unknown(n) if n == "nope")
+        );
+        assert!(matches!(resolve(argv(&[])), Personality::Help));
+    }
+
+    #[test]
+    fn host_by_argv0_or_first_argument() {
+        assert!(
+            matches!(resolve(argv(&["/bin/ikigai", "tools"])), Personality::Host(r) if r == argv(&["tools"]))
+        );
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "ikigai"])), Personality::Host(r) if r.is_empty())
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! ikigai-tools: one executable, many personalities. argv[0] (or the first
+//! argument) decides whether this process is a tool, the `ikigai` host, or
+//! the front door that lists what it can be.
+
+mod args;
+mod dispatch;
+mod error;
+mod host;
+mod tool;
+mod tool_main;
+mod tools;
+
+use std::process::ExitCode;
+
+use dispatch::Personality;
+
+fn main() -> ExitCode {
+    match dispatch::resolve(std::env::args_os().collect()) {
+        Personality::Tool(tool, rest) => tool_main::run(tool, &rest),
+        Personality::Host(rest) => host::main(rest),
+        Personality::List => {
+            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
+            println!("{}", names.join("\n"));
+            ExitCode::SUCCESS
+        }
+        Personality::Help => {
+            print!("{}", help());
+            ExitCode::SUCCESS
+        }
+        Personality::Version => {
+            println!("ikigai-tools {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Personality::Unknown(name) => {
+            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
+            eprintln!(
+                "ikigai-tools: unknown tool '{name}' (tools: {})",
+                names.join(", ")
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn help() -> String {
+    let width = tools::TOOLS
+        .iter()
+        .map(|t| t.command().len())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::from(
+        "ikigai-tools: the tools an LLM assistant calls, in one binary.\n\n\
+         usage: ikigai-tools TOOL [--schema | --describe | ARGS_JSON] < ARGS.json\n       \
+         TOOL [...]              (through a link named after the tool)\n       \
+         ikigai [...]            (the host)\n       \
+         ikigai-tools --list | --help | --version\n\ntools:\n",
+    );
+    for tool in tools::TOOLS {
+        text += &format!("  {:width$}  {}\n", tool.command(), tool::summary(*tool));
+    }
+    text
+}

@@ -1,0 +1,121 @@
+//! The one trait every tool implements, and what a tool may know of the world
+//! it runs in (`Env`). A tool knows nothing of its caller: it receives
+//! validated JSON arguments and returns a JSON result or a typed error.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use crate::error::ToolError;
+
+/// Which answer convention a tool follows (spec README, decisions 3 and 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// local-tools.md: `{"error", "error_code"}` on failure, exit 0 (ikigai protocol).
+    Local,
+    /// web-tools.md: `{"success": false, "error", "error_code"}`, exit 1.
+    Web,
+}
+
+pub trait Tool: Sync {
+    /// The schema name the model sees: `file_read`.
+    fn name(&self) -> &'static str;
+    /// The command (file) name: `file-read`.
+    fn command(&self) -> &'static str;
+    /// The spec's `--schema` JSON, verbatim.
+    fn schema(&self) -> &'static str;
+    fn family(&self) -> Family {
+        Family::Local
+    }
+    /// Runs the tool on arguments already validated against `schema()`
+    /// (optional parameters given as `null` have been removed).
+    fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError>;
+}
+
+/// A snapshot of the process environment, so tools read configuration in
+/// one way and unit tests can hand them any environment they like.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    pub fn from_process() -> Self {
+        Env {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
+    }
+
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// A variable's value; an empty value counts as unset.
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Stub mode (decision 10): deterministic answers, no network.
+    pub fn stub(&self) -> bool {
+        self.var("SHELLCLAW_STUB") == Some("1") || self.var("IKIGAI_STUB") == Some("1")
+    }
+
+    pub fn home(&self) -> Option<PathBuf> {
+        self.var("HOME").map(PathBuf::from)
+    }
+
+    /// `$XDG_CONFIG_HOME/ikigai`, or `~/.config/ikigai`.
+    pub fn config_dir(&self) -> Option<PathBuf> {
+        match self.var("XDG_CONFIG_HOME") {
+            Some(dir) => Some(PathBuf::from(dir).join("ikigai")),
+            None => self.home().map(|h| h.join(".config").join("ikigai")),
+        }
+    }
+}
+
+/// The first sentence of a tool's description, for help listings.
+pub fn summary(tool: &dyn Tool) -> String {
+    let schema: Value = serde_json::from_str(tool.schema()).unwrap_or(Value::Null);
+    let description = schema["description"].as_str().unwrap_or("");
+    match description.find(". ") {
+        Some(end) => description[..end].to_string(),
+        None => description.trim_end_matches('.').to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_flag_and_empty_vars() {
+        assert!(Env::from_pairs([("SHELLCLAW_STUB", "1")]).stub());
+        assert!(Env::from_pairs([("IKIGAI_STUB", "1")]).stub());
+        assert!(!Env::from_pairs([("IKIGAI_STUB", "0")]).stub());
+        assert_eq!(Env::from_pairs([("X", "")]).var("X"), None);
+    }
+
+    #[test]
+    fn config_dir_honours_xdg() {
+        let env = Env::from_pairs([("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]);
+        assert_eq!(env.config_dir(), Some(PathBuf::from("/x/ikigai")));
+        let env = Env::from_pairs([("HOME", "/h")]);
+        assert_eq!(env.config_dir(), Some(PathBuf::from("/h/.config/ikigai")));
+    }
+}

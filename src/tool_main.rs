@@ -1,0 +1,137 @@
+//! One tool call from the command line, under either protocol (spec README,
+//! decisions 2 and 3):
+//!
+//! - `--schema` / `--describe` print the schema;
+//! - ikigai protocol: arguments on stdin; local tools always exit 0, web tools
+//!   exit 1 on failure;
+//! - shellclaw protocol: arguments in the first argument, stdin never read;
+//!   any failure exits 1 and repeats its message as one line on stderr.
+//!
+//! The answer is one JSON object on stdout, without a trailing newline.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+use serde_json::{json, Value};
+
+use crate::args;
+use crate::error::ToolError;
+use crate::tool::{Env, Family, Tool};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Ikigai,
+    Shellclaw,
+}
+
+pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
+    let first = argv.first().map(|a| a.to_string_lossy().into_owned());
+    let (protocol, input) = match first.as_deref() {
+        Some("--schema") | Some("--describe") => {
+            print_out(tool.schema().trim_end().as_bytes(), true);
+            return ExitCode::SUCCESS;
+        }
+        Some("--help") | Some("-h") => {
+            print_out(usage(tool).as_bytes(), false);
+            return ExitCode::SUCCESS;
+        }
+        Some(flag) if flag.starts_with("--") => {
+            let err = ToolError::invalid_arg(format!(
+                "unknown option '{flag}' (options: --schema, --describe, --help)"
+            ));
+            return finish(tool, Protocol::Ikigai, Err(err));
+        }
+        Some(_) => (Protocol::Shellclaw, os_bytes(&argv[0])),
+        None => {
+            let mut buf = Vec::new();
+            if let Err(e) = io::stdin().read_to_end(&mut buf) {
+                let err = ToolError::invalid_arg(format!("cannot read arguments from stdin: {e}"));
+                return finish(tool, Protocol::Ikigai, Err(err));
+            }
+            (Protocol::Ikigai, buf)
+        }
+    };
+    let result = call(tool, &input, &Env::from_process());
+    finish(tool, protocol, result)
+}
+
+/// Parses, validates and executes: the whole call minus the I/O.
+pub fn call(tool: &dyn Tool, input: &[u8], env: &Env) -> Result<Value, ToolError> {
+    let raw = args::parse_input(input)?;
+    let schema: Value =
+        serde_json::from_str(tool.schema()).expect("tool schemas are valid JSON (tested)");
+    let valid = args::validate(&schema, &raw)?;
+    tool.execute(&valid, env)
+}
+
+/// The JSON a failure answers with, in the tool's family convention.
+pub fn error_answer(family: Family, err: &ToolError) -> Value {
+    match family {
+        Family::Local => json!({"error": err.message, "error_code": err.code.as_str()}),
+        Family::Web => {
+            json!({"success": false, "error": err.message, "error_code": err.code.as_str()})
+        }
+    }
+}
+
+fn finish(tool: &dyn Tool, protocol: Protocol, result: Result<Value, ToolError>) -> ExitCode {
+    match result {
+        Ok(value) => {
+            print_json(&value);
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            print_json(&error_answer(tool.family(), &err));
+            let mut stderr = io::stderr().lock();
+            if let Some(event) = &err.event {
+                let _ = writeln!(stderr, "{event}");
+            }
+            if protocol == Protocol::Shellclaw {
+                let _ = writeln!(
+                    stderr,
+                    "{}: {}",
+                    tool.name(),
+                    err.message.replace('\n', " ")
+                );
+                return ExitCode::FAILURE;
+            }
+            match tool.family() {
+                Family::Local => ExitCode::SUCCESS,
+                Family::Web => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+fn print_json(value: &Value) {
+    // Serialising a Value cannot fail: keys are strings, numbers are finite.
+    let text = serde_json::to_vec(value).unwrap_or_default();
+    print_out(&text, false);
+}
+
+/// Writes to stdout; a reader that went away (EPIPE) is not our failure.
+fn print_out(bytes: &[u8], newline: bool) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(bytes);
+    if newline {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+fn os_bytes(arg: &OsString) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    arg.as_os_str().as_bytes().to_vec()
+}
+
+fn usage(tool: &dyn Tool) -> String {
+    format!(
+        "{cmd}: {summary}\n\n\
+         usage: {cmd} --schema | --describe   print the tool's JSON schema\n       \
+         {cmd} < ARGS.json              arguments on stdin (ikigai protocol)\n       \
+         {cmd} 'ARGS_JSON'              arguments as the first argument (shellclaw protocol)\n",
+        cmd = tool.command(),
+        summary = crate::tool::summary(tool),
+    )
+}

@@ -1,0 +1,48 @@
+//! The table of tools. `--list`, help, dispatch and `symlinks.sh` all derive
+//! from `TOOLS`: adding a tool is one file here and one line in the table.
+
+use crate::tool::Tool;
+
+mod bash;
+
+pub static TOOLS: &[&dyn Tool] = &[&bash::Bash];
+
+/// A tool by its command name (`file-read`) or schema name (`file_read`).
+pub fn find(name: &str) -> Option<&'static dyn Tool> {
+    TOOLS
+        .iter()
+        .copied()
+        .find(|t| t.command() == name || t.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn schemas_are_valid_and_match_names() {
+        for tool in TOOLS {
+            let schema: Value = serde_json::from_str(tool.schema())
+                .unwrap_or_else(|e| panic!("{}: {e}", tool.name()));
+            assert_eq!(schema["name"], tool.name());
+            assert!(schema["description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()));
+            assert_eq!(schema["parameters"]["type"], "object");
+            assert_eq!(tool.command(), tool.name().replace('_', "-"));
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = TOOLS.iter().flat_map(|t| [t.name(), t.command()]).collect();
+        names.sort();
+        names.dedup();
+        let distinct = TOOLS
+            .iter()
+            .map(|t| if t.name() == t.command() { 1 } else { 2 })
+            .sum::<usize>();
+        assert_eq!(names.len(), distinct);
+    }
+}

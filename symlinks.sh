@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs ikigai-tools under PREFIX (default ~/.local):
+#   PREFIX/bin/ikigai-tools            the binary
+#   PREFIX/bin/ikigai                  the host (a link)
+#   PREFIX/libexec/ikigai/<tool>       a link per tool, from `ikigai-tools --list`
+# Idempotent: run it again after a rebuild or when a tool is added.
+#   --shellclaw DIR   also link the schema names (file_read, ...) into DIR,
+#                     where shellclaw's dispatch looks for them.
+set -euo pipefail
+
+usage() { echo "usage: $0 [PREFIX] [--shellclaw DIR]" >&2; exit 2; }
+
+prefix="$HOME/.local"
+shellclaw=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shellclaw) [ $# -ge 2 ] || usage; shellclaw="$2"; shift 2 ;;
+    -h|--help) usage ;;
+    -*) usage ;;
+    *) prefix="$1"; shift ;;
+  esac
+done
+
+here="$(cd "$(dirname "$0")" && pwd)"
+built="$here/target/release/ikigai-tools"
+# cargo decides whether anything changed; a no-op build takes a moment.
+(cd "$here" && cargo build --release --quiet)
+
+mkdir -p "$prefix/bin" "$prefix/libexec/ikigai"
+install -m 0755 "$built" "$prefix/bin/ikigai-tools.new"
+mv -f "$prefix/bin/ikigai-tools.new" "$prefix/bin/ikigai-tools"
+# bin/ikigai points at bin/ikigai-tools by a relative path.
+ln -sfn ikigai-tools "$prefix/bin/ikigai"
+
+for name in $("$prefix/bin/ikigai-tools" --list); do
+  ln -sfn ../../bin/ikigai-tools "$prefix/libexec/ikigai/$name"
+done
+
+if [ -n "$shellclaw" ]; then
+  mkdir -p "$shellclaw"
+  for name in $("$prefix/bin/ikigai-tools" --list); do
+    ln -sfn "$prefix/bin/ikigai-tools" "$shellclaw/${name//-/_}"
+  done
+fi
+
+echo "installed $prefix/bin/ikigai-tools, $prefix/bin/ikigai and $("$prefix/bin/ikigai-tools" --list | wc -l) tools in $prefix/libexec/ikigai"

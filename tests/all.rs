@@ -1,0 +1,6 @@
+//! One integration-test binary: every test runs the real `ikigai-tools`
+//! executable as users and hosts do.
+
+mod common;
+mod front;
+mod tools;

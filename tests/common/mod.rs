@@ -1,0 +1,150 @@
+//! The test harness: runs the built binary the way users and hosts do, under
+//! a tool's own name (a symlink), with JSON on stdin (ikigai protocol) or as
+//! the first argument (shellclaw protocol), and parses what it prints.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The binary cargo built for this test run.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ikigai-tools"))
+}
+
+/// A directory holding a symlink to the binary for every name given by
+/// `--list`, its schema name, and `ikigai`: made once per test process.
+pub fn links_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let list = Command::new(bin())
+            .arg("--list")
+            .output()
+            .expect("run --list");
+        let names = String::from_utf8(list.stdout).expect("utf-8 list");
+        for name in names.lines().chain(["ikigai"]) {
+            std::os::unix::fs::symlink(bin(), dir.path().join(name)).expect("symlink");
+            let schema_name = name.replace('-', "_");
+            if schema_name != name {
+                std::os::unix::fs::symlink(bin(), dir.path().join(schema_name)).expect("symlink");
+            }
+        }
+        dir
+    })
+    .path()
+}
+
+/// The path of the link that makes the binary `name`.
+pub fn link(name: &str) -> PathBuf {
+    links_dir().join(name)
+}
+
+/// What one run printed.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// stdout as JSON; panics with everything printed if it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// A command under construction: `run("file-read")` is the binary called
+/// through a link of that name.
+pub struct Run {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+pub fn run(name: &str) -> Run {
+    Run {
+        cmd: Command::new(link(name)),
+        stdin: None,
+    }
+}
+
+/// The binary under its own name, `ikigai-tools`.
+pub fn run_main() -> Run {
+    Run {
+        cmd: Command::new(bin()),
+        stdin: None,
+    }
+}
+
+impl Run {
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.cmd.arg(arg);
+        self
+    }
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Self {
+        self.cmd.args(args);
+        self
+    }
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.cmd.env_remove(key);
+        self
+    }
+    pub fn dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+    pub fn stdin(mut self, input: impl AsRef<[u8]>) -> Self {
+        self.stdin = Some(input.as_ref().to_vec());
+        self
+    }
+    /// Arguments as JSON on stdin (ikigai protocol).
+    pub fn json_in(self, args: &Value) -> Self {
+        self.stdin(args.to_string())
+    }
+
+    pub fn output(mut self) -> Output {
+        self.cmd.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn the binary");
+        if let Some(input) = self.stdin.take() {
+            let mut pipe = child.stdin.take().expect("stdin pipe");
+            // A tool may answer without reading all its input.
+            let _ = pipe.write_all(&input);
+        }
+        let out = child.wait_with_output().expect("wait for the binary");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and parses stdout as JSON.
+    pub fn json(self) -> Value {
+        self.output().json()
+    }
+}
+
+/// Calls tool `name` with `args` on stdin and returns its JSON answer.
+pub fn call(name: &str, args: Value) -> Value {
+    run(name).json_in(&args).json()
+}
+
+/// Calls tool `name` with `args` as `$1` (shellclaw protocol).
+pub fn call_shellclaw(name: &str, args: Value) -> Output {
+    run(name).arg(args.to_string()).output()
+}

@@ -1,0 +1,63 @@
+//! The front door: `ikigai-tools --list`, `--help`, `--version`, unknown names.
+
+use crate::common::{run, run_main};
+
+#[test]
+fn list_prints_one_command_name_per_line() {
+    let out = run_main().arg("--list").output();
+    assert_eq!(out.code, 0);
+    let names: Vec<&str> = out.stdout.lines().collect();
+    assert!(names.contains(&"bash"), "{names:?}");
+    assert!(
+        names.iter().all(|n| !n.contains('_')),
+        "command names use hyphens: {names:?}"
+    );
+}
+
+#[test]
+fn help_lists_every_tool_with_its_summary() {
+    for out in [run_main().output(), run_main().arg("--help").output()] {
+        assert_eq!(out.code, 0);
+        assert!(out.stdout.contains("usage:"), "{}", out.stdout);
+        for name in run_main().arg("--list").output().stdout.lines() {
+            assert!(
+                out.stdout.contains(&format!("  {name} ")),
+                "{name} missing from help"
+            );
+        }
+        assert!(out
+            .stdout
+            .contains("Execute a shell command and return output"));
+    }
+}
+
+#[test]
+fn version() {
+    let out = run_main().arg("--version").output();
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("ikigai-tools {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn unknown_tool_lists_known_names_and_exits_2() {
+    let out = run_main().arg("frobnicate").output();
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("unknown tool 'frobnicate'"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("bash"), "{}", out.stderr);
+}
+
+#[test]
+fn first_argument_names_the_tool() {
+    let out = run_main().args(["bash", "--schema"]).output();
+    assert_eq!(out.code, 0);
+    assert_eq!(out.json()["name"], "bash");
+    let direct = run("bash").arg("--schema").output();
+    assert_eq!(out.stdout, direct.stdout);
+}

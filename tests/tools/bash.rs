@@ -1,0 +1,71 @@
+//! bash (local-tools.md, "Tool: bash"; spec README, decision 4).
+
+use serde_json::json;
+
+use crate::common::call;
+
+fn bash(command: &str) -> serde_json::Value {
+    call("bash", json!({ "command": command }))
+}
+
+#[test]
+fn output_and_exit_code() {
+    assert_eq!(
+        bash("echo hello"),
+        json!({"output": "hello", "exit_code": 0})
+    );
+    assert_eq!(bash("exit 3"), json!({"output": "", "exit_code": 3}));
+}
+
+#[test]
+fn stdout_and_stderr_interleave_in_order() {
+    let answer = bash("echo one; echo two >&2; echo three");
+    assert_eq!(answer["output"], "one\ntwo\nthree");
+}
+
+#[test]
+fn only_one_trailing_newline_is_stripped() {
+    assert_eq!(bash("printf 'a\\n\\n'")["output"], "a\n");
+    assert_eq!(bash("printf 'a'")["output"], "a");
+}
+
+#[test]
+fn not_found_is_127() {
+    let answer = bash("nonexistent-command-xyz");
+    assert_eq!(answer["exit_code"], 127);
+    assert!(
+        answer["output"].as_str().unwrap().contains("not found"),
+        "{answer}"
+    );
+    assert_eq!(
+        bash("")["exit_code"],
+        0,
+        "an empty command is an empty script to sh"
+    );
+}
+
+#[test]
+fn signal_is_128_plus_n() {
+    assert_eq!(bash("kill -9 $$")["exit_code"], 137);
+    assert_eq!(bash("kill -TERM $$")["exit_code"], 143);
+}
+
+#[test]
+fn stdin_is_dev_null() {
+    assert_eq!(
+        bash("cat; echo done"),
+        json!({"output": "done", "exit_code": 0})
+    );
+}
+
+#[test]
+fn binary_and_invalid_utf8_stay_valid_json() {
+    let answer = bash("printf 'a\\000b\\377c'");
+    assert_eq!(answer["output"], "a\u{0}b\u{FFFD}c");
+}
+
+#[test]
+fn large_output_works() {
+    let answer = bash("head -c 100000000 /dev/zero | tr '\\0' 'x'");
+    assert_eq!(answer["output"].as_str().unwrap().len(), 100_000_000);
+}

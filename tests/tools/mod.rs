@@ -1,0 +1,4 @@
+//! Tests by tool: each module drives one tool through its own name.
+
+mod bash;
+mod protocol;
