@@ -2,5 +2,6 @@
 //! executable as users and hosts do.
 
 mod common;
+mod examples;
 mod front;
 mod tools;
