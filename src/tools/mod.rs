@@ -4,6 +4,7 @@
 use crate::tool::Tool;
 
 mod bash;
+mod search;
 
 pub static TOOLS: &[&dyn Tool] = &[&bash::Bash];
 
