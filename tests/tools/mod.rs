@@ -1,4 +1,5 @@
 //! Tests by tool: each module drives one tool through its own name.
 
 mod bash;
+mod glob;
 mod protocol;
