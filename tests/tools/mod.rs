@@ -2,4 +2,5 @@
 
 mod bash;
 mod glob;
+mod grep;
 mod protocol;
