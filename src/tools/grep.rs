@@ -291,16 +291,16 @@ impl Searcher {
     fn new(regex: &Regex) -> Searcher {
         Searcher {
             regex: regex.clone(),
-            buf: Vec::new(),
+            buf: vec![0; BLOCK],
             text: Vec::new(),
             hits: Vec::new(),
         }
     }
 }
 
-/// Searches `reader` block by block (each block ending at a line end);
-/// appends the matching lines to `out`; returns how many. A read error ends
-/// the file, keeping what was found.
+/// Searches `reader` block by block (each block ending at a line end, `buf`
+/// growing only for a longer line); appends the matching lines to `out`;
+/// returns how many. A read error ends the file, keeping what was found.
 fn search_file(
     regex: &Regex,
     mut reader: impl Read,
@@ -308,7 +308,7 @@ fn search_file(
     name: &[u8],
     out: &mut Vec<u8>,
 ) -> usize {
-    if buf.len() < BLOCK {
+    if buf.is_empty() {
         buf.resize(BLOCK, 0);
     }
     let mut filled = 0;

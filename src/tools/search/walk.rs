@@ -62,13 +62,15 @@ pub trait Sink: Send {
 /// back to the shared stack in chunks of this size.
 const CHUNK: usize = 64;
 
-/// The threads a walk uses: every core the process may run on.
+/// The threads a walk uses: every core the process may run on, up to a
+/// bound past which reading from the page cache no longer gets faster and
+/// a small search would only pay for spawning.
 pub fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
 }
 
-/// Walks `glob` on `threads` threads, each with its own sink from `make`;
-/// returns the sinks.
+/// Walks `pattern` on `threads` threads, each with its own sink from
+/// `make`; returns the sinks.
 pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + Sync) -> Vec<S> {
     let walker = Walker {
         pattern,
