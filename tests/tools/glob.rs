@@ -11,7 +11,7 @@ use crate::common::{call, call_shellclaw, run};
 
 /// A temporary tree: `files` are created with their parent directories; a
 /// name ending in `/` is an empty directory.
-pub fn tree(files: &[&str]) -> tempfile::TempDir {
+fn tree(files: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for name in files {
         let path = dir.path().join(name);
