@@ -3,4 +3,5 @@
 
 mod common;
 mod front;
+mod host;
 mod tools;

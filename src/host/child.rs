@@ -249,17 +249,22 @@ impl Proc {
 
     /// When this process needs looking at even if no pipe is ready.
     fn wake_at(&self, now: Instant) -> Option<Instant> {
-        if let Some(killed) = self.killed_at {
-            if self.status.is_none() && !self.pipes_open() {
-                return Some(now + REAP_POLL);
-            }
-            return Some(killed + KILL_DRAIN);
-        }
-        match self.exited_at {
-            Some(exited) => Some(exited + EXIT_GRACE),
-            None if !self.pipes_open() => Some(now + REAP_POLL),
-            None if self.pidfd.is_none() => Some(now + EXIT_POLL),
-            None => None,
+        // With a pidfd the exit itself wakes the poll; without, look often
+        // once the pipes are closed (the exit is imminent), now and then
+        // while they are open.
+        let look = match (self.status, &self.pidfd) {
+            (Some(_), _) | (None, Some(_)) => None,
+            (None, None) if !self.pipes_open() => Some(now + REAP_POLL),
+            (None, None) => Some(now + EXIT_POLL),
+        };
+        let limit = match (self.killed_at, self.exited_at) {
+            (Some(killed), _) => Some(killed + KILL_DRAIN),
+            (None, Some(exited)) => Some(exited + EXIT_GRACE),
+            (None, None) => None,
+        };
+        match (look, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

@@ -182,3 +182,103 @@ fn spawn_failure(name: &str, path: &std::path::Path, e: &std::io::Error) -> Valu
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::registry::{Entry, Origin};
+    use serde_json::json;
+    use std::path::Path;
+
+    /// A registry of fixture tools (tests/fixtures/host/tool.sh, which acts
+    /// after the name of the link that runs it).
+    fn fixtures(names: &[&str]) -> (tempfile::TempDir, Registry) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/host/tool.sh");
+        let entries = names
+            .iter()
+            .map(|name| {
+                let path = dir.path().join(name);
+                std::os::unix::fs::symlink(&script, &path).unwrap();
+                Entry {
+                    name: name.to_string(),
+                    description: "d".into(),
+                    path,
+                    protocol: Protocol::Ikigai,
+                    origin: Origin::User,
+                    schema: json!({"name": name, "description": "d",
+                        "parameters": {"type": "object", "properties": {}}}),
+                }
+            })
+            .collect();
+        (dir, Registry::build(entries, vec![]))
+    }
+
+    #[test]
+    fn cancel_stops_the_call_at_once() {
+        let (_dir, registry) = fixtures(&["sleepy"]);
+        let cancel = AtomicBool::new(false);
+        let started = Instant::now();
+        let outcome = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.store(true, Ordering::Relaxed);
+            });
+            call(
+                &registry,
+                "sleepy",
+                &json!({}),
+                &Limits::default(),
+                Some(&cancel),
+            )
+        });
+        // The tool sleeps 30 s; the default timeout is 30 s.
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(!outcome.success);
+        let e = &outcome.envelope;
+        assert_eq!(
+            (&e["error_code"], &e["exit_code"]),
+            (&json!("TOOL_TIMEOUT"), &Value::Null)
+        );
+        let error = e["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Tool 'sleepy' was interrupted by the user after ")
+                && error.ends_with("s, before it finished"),
+            "{error}"
+        );
+        assert_eq!(
+            (&e["stdout"], &e["stderr"]),
+            (&json!("started\n"), &json!("working\n"))
+        );
+    }
+
+    #[test]
+    fn an_unset_cancel_flag_changes_nothing() {
+        let (_dir, registry) = fixtures(&["echo"]);
+        let cancel = AtomicBool::new(false);
+        let outcome = call(
+            &registry,
+            "echo",
+            &json!({"a": 1}),
+            &Limits::default(),
+            Some(&cancel),
+        );
+        assert!(outcome.success, "{:?}", outcome.envelope);
+        assert_eq!(outcome.envelope["result"]["input"], json!({"a": 1}));
+        assert!(outcome.events.is_empty());
+    }
+
+    #[test]
+    fn text_arguments_and_refusals() {
+        let (_dir, registry) = fixtures(&["echo"]);
+        let limits = Limits::default();
+        let ok = call_text(&registry, "echo", r#"{"x":true}"#, &limits, None);
+        assert_eq!(ok.envelope["result"]["input"], json!({"x": true}));
+        let bad = call_text(&registry, "echo", "{x", &limits, None);
+        assert_eq!(bad.envelope["error_code"], "INVALID_PARAMS");
+        // An unknown name is reported as such even with bad arguments.
+        let unknown = call_text(&registry, "nope", "{x", &limits, None);
+        assert_eq!(unknown.envelope["error_code"], "TOOL_NOT_FOUND");
+        assert!(!unknown.success);
+    }
+}
