@@ -175,7 +175,8 @@ class Timer:
     def __init__(self):
         self.max_load = loadavg()
 
-    def times(self, cmd, *, runs, warmup, shell=False, prepare=None, env=None):
+    def times(self, cmd, *, runs, warmup, shell=False, prepare=None, env=None,
+              ignore_failure=False):
         self.max_load = max(self.max_load, loadavg())
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "h.json")
@@ -185,6 +186,8 @@ class Timer:
                 argv.append("-N")
             if prepare:
                 argv += ["--prepare", prepare]
+            if ignore_failure:
+                argv.append("--ignore-failure")
             argv.append(cmd if isinstance(cmd, str) else shlex.join(cmd))
             run(argv, env=env)
             with open(out) as f:
@@ -195,13 +198,14 @@ class Timer:
     def medians(self, cmds, *, runs, warmup, rounds=2):
         """cmds: label -> dict(cmd=..., shell=, prepare=, env=). Alternates
         the commands for `rounds` rounds; at least `runs` runs each."""
-        per_round = max(3, math.ceil(runs / rounds))
+        per_round = max(3 if rounds > 1 else 5, math.ceil(runs / rounds))
         times = {label: [] for label in cmds}
         for _ in range(rounds):
             for label, spec in cmds.items():
                 times[label] += self.times(spec["cmd"], runs=per_round, warmup=warmup,
                                            shell=spec.get("shell", False),
-                                           prepare=spec.get("prepare"), env=spec.get("env"))
+                                           prepare=spec.get("prepare"), env=spec.get("env"),
+                                           ignore_failure=spec.get("ignore_failure", False))
         return {label: statistics.median(t) for label, t in times.items()}
 
 
@@ -214,33 +218,42 @@ def peak_rss(argv, *, env=None):
 
 
 def own_peak_rss(argv, *, env=None):
-    """Peak RSS in bytes of this one process, not of its children: VmHWM
-    polled from /proc until it exits. The high-water mark only grows, so the
-    last sample before exit is the peak (up to the last few ms of its life)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out = {}
+    """Peak RSS in bytes of this one process, not counting its children
+    (VmHWM polled from /proc until it exits: the high-water mark only grows,
+    so the last sample is the peak up to the last few ms of its life), and
+    of the whole tree (GNU time), from one run. Returns (own, tree, exit
+    code, stdout, stderr)."""
+    with tempfile.NamedTemporaryFile(mode="r") as report:
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", report.name] + argv,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        out = {}
 
-    def drain(name, stream):
-        out[name] = stream.read()
+        def drain(name, stream):
+            out[name] = stream.read()
 
-    threads = [threading.Thread(target=drain, args=(n, s))
-               for n, s in (("stdout", p.stdout), ("stderr", p.stderr))]
-    for t in threads:
-        t.start()
-    peak = 0
-    status = f"/proc/{p.pid}/status"
-    while p.poll() is None:
-        try:
-            with open(status) as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]) * 1024)
-        except OSError:
-            pass
-        time.sleep(0.002)
-    for t in threads:
-        t.join()
-    return peak, p.returncode, out["stdout"], out["stderr"]
+        threads = [threading.Thread(target=drain, args=(n, s))
+                   for n, s in (("stdout", p.stdout), ("stderr", p.stderr))]
+        for t in threads:
+            t.start()
+        peak = 0
+        child = None
+        while p.poll() is None:
+            try:
+                if child is None:
+                    with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                        child = (f.read().split() or [None])[0]
+                if child is not None:
+                    with open(f"/proc/{child}/status") as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                peak = max(peak, int(line.split()[1]) * 1024)
+            except OSError:
+                pass
+            time.sleep(0.002)
+        for t in threads:
+            t.join()
+        tree = int(report.read().split()[-1]) * 1024
+    return peak, tree, p.returncode, out["stdout"], out["stderr"]
 
 
 # --- corpora -----------------------------------------------------------------
@@ -657,24 +670,29 @@ def bench_capture(t):
     command = "yes | head -c 2G"
     ours = [HOST, "--timeout", "300", "call", "bash", json.dumps({"command": command})]
     peer = "yes | head -c 2G > /dev/null"
-    peak, code, out, err = own_peak_rss(ours, env=env)
+    peak, tree_peak, code, out, err = own_peak_rss(ours, env=env)
     try:
         got = json.loads(out)
     except ValueError:
         raise Wrong(f"ikigai call printed no JSON (exit {code}): {out[:200]!r} {err[:300]!r}")
-    text = json.dumps(got)
-    if got.get("tool_success") is not True or "trunc" not in text.lower():
-        raise Wrong(f"the envelope does not say the output was truncated: {text[:300]}")
-    tree_peak, _ = peak_rss(ours, env=env)
-    m = t.medians({"ours": {"cmd": ours, "env": env},
-                   "peer": {"cmd": peer, "shell": True}}, runs=5, warmup=1)
+    # The bash tool's answer is 3 GB of JSON; cut at the cap it is no longer
+    # JSON, so the envelope may be a failure (INVALID_OUTPUT), but it must
+    # say that the host cut the output, and the command itself succeeded.
+    said = json.dumps({k: v for k, v in got.items() if k != "stdout"})
+    if got.get("exit_code") != 0 or not ("truncated" in got or "cut" in got.get("error", "")):
+        raise Wrong(f"the envelope does not say the output was cut at the cap: {said[:300]}")
+    # One round: a run of ours takes seconds (see RESULTS.md).
+    # `ikigai call` exits 1 for this failure envelope, checked above.
+    m = t.medians({"ours": {"cmd": ours, "env": env, "ignore_failure": True},
+                   "peer": {"cmd": peer, "shell": True}}, runs=5, warmup=1, rounds=1)
     limit = CAPTURE_CAP + 32 * MIB
     return [ratio_row("capture", "host runs `bash` printing 2 GiB", m["ours"],
                       "`yes | head -c 2G`", m["peer"], None),
             row("capture", "host peak memory", ours=fmt_bytes(peak),
                 peer="cap 1 MiB", target="≤ cap + 32 MiB", ok=peak <= limit,
                 ratio="—", ours_bytes=peak,
-                note=f"whole tree (host + bash tool + yes/head): {fmt_bytes(tree_peak)}")]
+                note=f"the largest process of the tree (the bash tool, which holds the whole "
+                f"output as the spec asks) peaked at {fmt_bytes(tree_peak)}")]
 
 
 class Server:
