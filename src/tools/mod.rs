@@ -4,8 +4,17 @@
 use crate::tool::Tool;
 
 mod bash;
+mod file_edit;
+mod file_read;
+mod file_write;
+mod fs;
 
-pub static TOOLS: &[&dyn Tool] = &[&bash::Bash];
+pub static TOOLS: &[&dyn Tool] = &[
+    &bash::Bash,
+    &file_read::FileRead,
+    &file_write::FileWrite,
+    &file_edit::FileEdit,
+];
 
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {
