@@ -7,10 +7,18 @@
 //! `replace_all` the string must occur exactly once (occurrences that overlap
 //! count, since they make the place ambiguous); with it, every
 //! non-overlapping occurrence is replaced, and none at all is a success that
-//! leaves the file untouched. The file is read once; the new content is
-//! streamed into the temporary file of [`fs::atomic`] (unchanged slices and
-//! replacements in turn, no second copy in memory) and renamed over the
-//! target, keeping its mode and any symbolic link that led to it.
+//! leaves the file untouched.
+//!
+//! Big files are cheap to edit: a successful edit never holds the file in
+//! memory. A first pass streams it through one reused buffer (pread, memmem)
+//! to find and count the occurrences; then the new content goes into the
+//! temporary file of [`fs::atomic`]: for one occurrence, the unchanged head
+//! and tail are copied in the kernel (copy_file_range) around the
+//! replacement; for `replace_all`, a second streaming pass writes unchanged
+//! slices and replacements in turn. Should the file change between the
+//! passes (its size or modification time differ at the end), nothing is
+//! replaced and the answer says so. The rename keeps the file's mode and any
+//! symbolic link that led to it.
 //!
 //! When the string is missing, the NOT_FOUND message says whether it would
 //! have matched with the file's line endings, with trailing whitespace
@@ -23,7 +31,9 @@
 //! decision 17, OPEN_FAILED for directories and devices), READ_FAILED,
 //! NOT_FOUND, NOT_UNIQUE, and those of the write (NO_SPACE, WRITE_FAILED).
 
+use std::fs::{File, Metadata};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use memchr::memmem;
@@ -66,6 +76,10 @@ const SCHEMA: &str = r#"{
 /// pass through it straight to the file.
 const WRITE_BUFFER: usize = 1 << 18;
 
+/// Read size of a streaming pass: large enough that the per-read cost
+/// vanishes, small enough to stay in the CPU's caches.
+const READ_BUFFER: usize = 1 << 20;
+
 impl Tool for FileEdit {
     fn name(&self) -> &'static str {
         "file_edit"
@@ -98,38 +112,55 @@ impl Tool for FileEdit {
         let target = fs::resolve_link(Path::new(path)).map_err(|e| fs::open_error(&e, path))?;
         // Opened for reading and writing: a file the caller may not write is
         // refused here, before anything is read or replaced (decision 17).
-        let (mut file, meta) = fs::open_for_update(&target, path, true)?.ok_or_else(|| {
+        let (file, meta) = fs::open_for_update(&target, path, true)?.ok_or_else(|| {
             ToolError::new(ErrorCode::FileNotFound, format!("File not found: {path}"))
         })?;
-        let content = fs::read_whole(&mut file).map_err(|e| fs::read_error(&e, path))?;
-        drop(file);
-
         let (old, new) = (old.as_bytes(), new.as_bytes());
         let finder = memmem::Finder::new(old);
-        let Some(first) = finder.find(&content) else {
-            if replace_all {
+        let read_error = |e: Failure| e.into_tool_error(path);
+
+        let count = if replace_all {
+            if scan(&file, &finder, false, 1, None)
+                .map_err(read_error)?
+                .count
+                == 0
+            {
                 return Ok(answer(0, path));
             }
-            return Err(not_found(&content, old));
-        };
-        let count = if replace_all {
-            fs::atomic::replace(&target, path, Some(&meta), |file| {
-                replace_every(file, &content, &finder, new)
+            fs::atomic::replace(&target, path, Some(&meta), |sink| {
+                let mut out = BufWriter::with_capacity(WRITE_BUFFER, sink);
+                let found = scan(&file, &finder, false, usize::MAX, Some((&mut out, new)))
+                    .map_err(read_error)?;
+                out.flush().map_err(|e| fs::atomic::write_error(&e, path))?;
+                unchanged_since(&file, &meta, path)?;
+                Ok(found.count)
             })?
         } else {
-            let found = occurrences(&content, &finder, first);
-            if found > 1 {
-                return Err(ToolError::new(
-                    ErrorCode::NotUnique,
-                    format!("String found {found} times, use replace_all to replace all"),
-                ));
+            let found = scan(&file, &finder, true, usize::MAX, None).map_err(read_error)?;
+            match (found.first, found.count) {
+                (Some(first), 1) => fs::atomic::replace(&target, path, Some(&meta), |sink| {
+                    let after = first + old.len() as u64;
+                    let tail = meta.len().saturating_sub(after);
+                    let write_error = |e: io::Error| fs::atomic::write_error(&e, path);
+                    sink.copy_from(&file, 0, first).map_err(write_error)?;
+                    sink.write_all(new).map_err(write_error)?;
+                    sink.copy_from(&file, after, tail).map_err(write_error)?;
+                    unchanged_since(&file, &meta, path)?;
+                    Ok(1)
+                })?,
+                (None, _) => {
+                    let mut file = file;
+                    let content =
+                        fs::read_whole(&mut file).map_err(|e| fs::read_error(&e, path))?;
+                    return Err(not_found(&content, old));
+                }
+                (Some(_), found) => {
+                    return Err(ToolError::new(
+                        ErrorCode::NotUnique,
+                        format!("String found {found} times, use replace_all to replace all"),
+                    ));
+                }
             }
-            fs::atomic::replace(&target, path, Some(&meta), |file| {
-                file.write_all(&content[..first])?;
-                file.write_all(new)?;
-                file.write_all(&content[first + old.len()..])?;
-                Ok(1)
-            })?
         };
         Ok(answer(count, path))
     }
@@ -147,38 +178,131 @@ fn answer(count: usize, path: &str) -> Value {
     })
 }
 
-/// How often the needle occurs, overlapping occurrences included, given the
-/// first one at `first`.
-fn occurrences(content: &[u8], finder: &memmem::Finder, first: usize) -> usize {
-    let mut count = 1;
-    let mut from = first + 1;
-    while let Some(at) = finder.find(&content[from..]) {
-        count += 1;
-        from += at + 1;
+/// Fails the edit when the file changed while it was being copied: its new
+/// content would mix with the old.
+fn unchanged_since(file: &File, before: &Metadata, path: &str) -> Result<(), ToolError> {
+    let now = file.metadata().map_err(|e| fs::read_error(&e, path))?;
+    if now.len() == before.len() && now.modified().ok() == before.modified().ok() {
+        return Ok(());
     }
-    count
+    Err(ToolError::new(
+        ErrorCode::ReadFailed,
+        format!(
+            "Failed to read file: {path} (it changed while being edited; \
+             nothing was replaced, read it again)"
+        ),
+    ))
 }
 
-/// Writes `content` with every non-overlapping match replaced by `new`, and
-/// returns how many there were.
-fn replace_every(
-    file: &mut std::fs::File,
-    content: &[u8],
-    finder: &memmem::Finder,
-    new: &[u8],
-) -> io::Result<usize> {
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
-    let mut count = 0;
-    let mut done = 0;
-    for at in finder.find_iter(content) {
-        out.write_all(&content[done..at])?;
-        out.write_all(new)?;
-        done = at + finder.needle().len();
-        count += 1;
+/// What one streaming pass found.
+#[derive(Debug, PartialEq)]
+struct Found {
+    first: Option<u64>,
+    count: usize,
+}
+
+/// A failed pass: reading the file, or writing the new content.
+enum Failure {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+impl Failure {
+    fn into_tool_error(self, path: &str) -> ToolError {
+        match self {
+            Failure::Read(e) => fs::read_error(&e, path),
+            Failure::Write(e) => fs::atomic::write_error(&e, path),
+        }
     }
-    out.write_all(&content[done..])?;
-    out.flush()?;
-    Ok(count)
+}
+
+/// One streaming pass over `src` (pread into one reused buffer, so the fd's
+/// offset is left alone) looking for `finder`'s needle: every occurrence when
+/// `overlapping`, else non-overlapping ones from the left, stopping after
+/// `max`. Given `out`, it also writes the file with each occurrence replaced
+/// by the replacement. The last `needle - 1` bytes of each read are kept for
+/// the next, so an occurrence across two reads is found once.
+fn scan(
+    src: &File,
+    finder: &memmem::Finder,
+    overlapping: bool,
+    max: usize,
+    mut out: Option<(&mut dyn Write, &[u8])>,
+) -> Result<Found, Failure> {
+    let len = finder.needle().len();
+    let mut buf = vec![0u8; READ_BUFFER.max(len.saturating_mul(2))];
+    let mut filled = 0; // bytes in `buf`
+    let mut base = 0u64; // file offset of buf[0]
+    let mut done = 0u64; // input consumed into `out` so far
+    let mut next = 0u64; // earliest start of the next occurrence
+    let mut found = Found {
+        first: None,
+        count: 0,
+    };
+    let emit = |out: &mut Option<(&mut dyn Write, &[u8])>, bytes: &[u8], with_new: bool| {
+        if let Some((w, new)) = out {
+            w.write_all(bytes).map_err(Failure::Write)?;
+            if with_new {
+                w.write_all(new).map_err(Failure::Write)?;
+            }
+        }
+        Ok(())
+    };
+    loop {
+        let n = read_at(src, &mut buf[filled..], base + filled as u64).map_err(Failure::Read)?;
+        filled += n;
+        let window = &buf[..filled];
+        let mut from = 0;
+        while let Some(i) = finder.find(&window[from..]) {
+            let at = from + i;
+            from = at + 1;
+            let pos = base + at as u64;
+            if pos < next {
+                continue;
+            }
+            found.first.get_or_insert(pos);
+            found.count += 1;
+            next = if overlapping {
+                pos + 1
+            } else {
+                pos + len as u64
+            };
+            if out.is_some() {
+                emit(&mut out, &window[(done - base) as usize..at], true)?;
+                done = pos + len as u64;
+            }
+            if found.count >= max {
+                return Ok(found);
+            }
+        }
+        if n == 0 {
+            if out.is_some() {
+                emit(&mut out, &window[(done - base) as usize..], false)?;
+            }
+            return Ok(found);
+        }
+        // Pass on what no occurrence can start in any more; keep the rest.
+        let keep = (len - 1).min(filled);
+        let cut = filled - keep;
+        let cut_at = base + cut as u64;
+        if out.is_some() && done < cut_at {
+            emit(&mut out, &window[(done - base) as usize..cut], false)?;
+            done = cut_at;
+        }
+        buf.copy_within(cut..filled, 0);
+        base = cut_at;
+        filled = keep;
+    }
+}
+
+/// pread that retries when interrupted by a signal.
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        match file.read_at(buf, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
 }
 
 /// NOT_FOUND, with the reason when a near miss explains it.
@@ -347,12 +471,98 @@ mod tests {
         assert_eq!(near_miss("y \u{FFFD}".as_bytes(), old.as_bytes()), None);
     }
 
+    fn scan_bytes(content: &[u8], needle: &[u8], overlapping: bool, max: usize) -> Found {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(content).unwrap();
+        let finder = memmem::Finder::new(needle);
+        match scan(&file, &finder, overlapping, max, None) {
+            Ok(found) => found,
+            Err(_) => panic!("scan failed"),
+        }
+    }
+
+    fn rewrite(content: &[u8], needle: &[u8], new: &[u8]) -> (Vec<u8>, usize) {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(content).unwrap();
+        let finder = memmem::Finder::new(needle);
+        let mut out = Vec::new();
+        let Ok(found) = scan(&file, &finder, false, usize::MAX, Some((&mut out, new))) else {
+            panic!("scan failed");
+        };
+        (out, found.count)
+    }
+
     #[test]
-    fn overlapping_occurrences_count() {
-        let finder = memmem::Finder::new(b"aa");
-        assert_eq!(occurrences(b"aaa", &finder, 0), 2);
-        assert_eq!(occurrences(b"aab", &finder, 0), 1);
-        let finder = memmem::Finder::new(b"x");
-        assert_eq!(occurrences(b"x.x.x", &finder, 0), 3);
+    fn occurrences_overlapping_or_not() {
+        let found = |first, count| Found { first, count };
+        assert_eq!(
+            scan_bytes(b"aaa", b"aa", true, usize::MAX),
+            found(Some(0), 2)
+        );
+        assert_eq!(
+            scan_bytes(b"aaa", b"aa", false, usize::MAX),
+            found(Some(0), 1)
+        );
+        assert_eq!(
+            scan_bytes(b"aab", b"aa", true, usize::MAX),
+            found(Some(0), 1)
+        );
+        assert_eq!(
+            scan_bytes(b"x.x.x", b"x", true, usize::MAX),
+            found(Some(0), 3)
+        );
+        assert_eq!(scan_bytes(b"x.x.x", b"x", false, 1), found(Some(0), 1));
+        assert_eq!(scan_bytes(b"abc", b"zz", true, usize::MAX), found(None, 0));
+        assert_eq!(scan_bytes(b"", b"a", true, usize::MAX), found(None, 0));
+    }
+
+    #[test]
+    fn occurrences_across_read_boundaries_are_found_once() {
+        // Needles placed across the 1 MiB read boundary, and a needle longer
+        // than the buffer's usual size.
+        let mut content = vec![b'.'; READ_BUFFER * 3];
+        for at in [READ_BUFFER - 3, 2 * READ_BUFFER - 1, 3 * READ_BUFFER - 6] {
+            content[at..at + 6].copy_from_slice(b"needle");
+        }
+        let found = scan_bytes(&content, b"needle", true, usize::MAX);
+        assert_eq!(
+            found,
+            Found {
+                first: Some(READ_BUFFER as u64 - 3),
+                count: 3
+            }
+        );
+        let (out, count) = rewrite(&content, b"needle", b"N");
+        assert_eq!(count, 3);
+        let mut expected = content.clone();
+        expected = String::from_utf8(expected)
+            .unwrap()
+            .replace("needle", "N")
+            .into_bytes();
+        assert_eq!(out, expected);
+
+        let long = vec![b'z'; READ_BUFFER + 10];
+        let mut content = b"head".to_vec();
+        content.extend_from_slice(&long);
+        content.extend_from_slice(b"tail");
+        assert_eq!(scan_bytes(&content, &long, true, usize::MAX).count, 1);
+        assert_eq!(rewrite(&content, &long, b"-").0, b"head-tail");
+    }
+
+    #[test]
+    fn rewrite_matches_str_replace() {
+        for (content, needle, new) in [
+            ("aaaa", "aa", "b"),
+            ("abcabcab", "abc", ""),
+            ("xyz", "q", "r"),
+            ("ab", "ab", "longer replacement"),
+        ] {
+            let (out, count) = rewrite(content.as_bytes(), needle.as_bytes(), new.as_bytes());
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                content.replace(needle, new)
+            );
+            assert_eq!(count, content.matches(needle).count());
+        }
     }
 }

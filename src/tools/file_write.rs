@@ -65,8 +65,9 @@ impl Tool for FileWrite {
         let target = fs::resolve_link(Path::new(path)).map_err(|e| fs::open_error(&e, path))?;
         // Opened only to prove the caller may write it; the fd is not written.
         let existing = fs::open_for_update(&target, path, false)?.map(|(_, meta)| meta);
-        fs::atomic::replace(&target, path, existing.as_ref(), |file| {
-            file.write_all(content)
+        fs::atomic::replace(&target, path, existing.as_ref(), |sink| {
+            sink.write_all(content)
+                .map_err(|e| fs::atomic::write_error(&e, path))
         })?;
         let bytes = content.len();
         Ok(json!({

@@ -18,7 +18,8 @@
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata, OpenOptions, Permissions};
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -30,8 +31,12 @@ use crate::error::{ErrorCode, ToolError};
 /// and suffix.
 const MAX_NAME_IN_TEMP: usize = 200;
 
+/// How much the temporary file accumulates before its writeback is started.
+const WRITEBACK: u64 = 8 << 20;
+
 /// Replaces the content of `target` with what `fill` writes into the
-/// temporary file, and returns what `fill` returned. `existing` is the
+/// temporary file, and returns what `fill` returned; an error from `fill`
+/// (map write errors with [`write_error`]) abandons the replacement. `existing` is the
 /// target's metadata when it exists (its mode and owner are kept); `None`
 /// creates a new file with the default mode, 0666 less the umask. `shown` is
 /// the path as the caller gave it, for messages.
@@ -39,7 +44,7 @@ pub fn replace<T>(
     target: &Path,
     shown: &str,
     existing: Option<&Metadata>,
-    fill: impl FnOnce(&mut File) -> io::Result<T>,
+    fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
 ) -> Result<T, ToolError> {
     if !super::names_a_file(target) {
         return Err(super::cannot_open(shown, None));
@@ -69,7 +74,11 @@ pub fn replace<T>(
         .map_err(|e| create_error(&e, shown, existing.is_some()))?;
 
     // From here on, dropping `temp` (any early return) removes the file.
-    let written = fill(temp.as_file_mut()).map_err(|e| write_error(&e, shown))?;
+    let written = fill(&mut Sink {
+        file: temp.as_file_mut(),
+        written: 0,
+        started: 0,
+    })?;
     if let Some(meta) = existing {
         keep_owner_and_mode(temp.as_file(), meta).map_err(|e| write_error(&e, shown))?;
     }
@@ -114,9 +123,70 @@ fn create_error(err: &io::Error, shown: &str, target_exists: bool) -> ToolError 
     }
 }
 
+/// The temporary file being filled. Every [`WRITEBACK`] bytes it asks the
+/// kernel to start writing them out (sync_file_range), so the disk works
+/// while the rest is produced and the final fdatasync finds little left: on
+/// a 200 MB file that saves most of the flush time.
+pub struct Sink<'a> {
+    file: &'a mut File,
+    written: u64,
+    started: u64,
+}
+
+impl Sink<'_> {
+    /// Appends up to `len` bytes of `src` from `offset`, fewer if it ends
+    /// first, and returns how many. std's `io::copy` does it in the kernel
+    /// (copy_file_range: no trip through our memory, a reflink on file
+    /// systems that share extents) and falls back to read/write elsewhere.
+    pub fn copy_from(&mut self, src: &File, offset: u64, len: u64) -> io::Result<u64> {
+        let mut reader = src;
+        reader.seek(SeekFrom::Start(offset))?;
+        let mut copied = 0;
+        while copied < len {
+            let piece = (len - copied).min(WRITEBACK);
+            let n = io::copy(&mut reader.take(piece), &mut *self.file)?;
+            self.advance(n);
+            copied += n;
+            if n < piece {
+                break;
+            }
+        }
+        Ok(copied)
+    }
+
+    fn advance(&mut self, n: u64) {
+        self.written += n;
+        if self.written - self.started >= WRITEBACK {
+            // Advisory: a failure only means the fdatasync does all the work.
+            // SAFETY: the fd is open for the life of `self.file`; the call
+            // reads no memory of ours.
+            unsafe {
+                libc::sync_file_range(
+                    self.file.as_raw_fd(),
+                    self.started as libc::off64_t,
+                    (self.written - self.started) as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+            self.started = self.written;
+        }
+    }
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.advance(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Writing or flushing the temporary file failed: NO_SPACE on a full disk
 /// or quota, WRITE_FAILED otherwise.
-fn write_error(err: &io::Error, shown: &str) -> ToolError {
+pub fn write_error(err: &io::Error, shown: &str) -> ToolError {
     ToolError::from_io(err, shown, "Failed to write file", ErrorCode::WriteFailed)
 }
 
@@ -146,7 +216,6 @@ fn keep_owner_and_mode(file: &File, old: &Metadata) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -164,7 +233,11 @@ mod tests {
         std::fs::write(&path, "old").unwrap();
         std::fs::set_permissions(&path, Permissions::from_mode(0o751)).unwrap();
         let meta = std::fs::metadata(&path).unwrap();
-        let n = replace(&path, "f", Some(&meta), |f| f.write_all(b"new").map(|_| 3)).unwrap();
+        let n = replace(&path, "f", Some(&meta), |sink| {
+            sink.write_all(b"new").map_err(|e| write_error(&e, "f"))?;
+            Ok(3)
+        })
+        .unwrap();
         assert_eq!(n, 3);
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         let mode = std::fs::metadata(&path).unwrap().mode() & 0o7777;
@@ -181,9 +254,12 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, "old").unwrap();
         let meta = std::fs::metadata(&path).unwrap();
-        let err = replace(&path, "shown/f", Some(&meta), |f| {
-            f.write_all(b"partial")?;
-            Err::<(), _>(io::Error::from_raw_os_error(libc::ENOSPC))
+        let err = replace(&path, "shown/f", Some(&meta), |sink| {
+            sink.write_all(b"partial").unwrap();
+            Err::<(), _>(write_error(
+                &io::Error::from_raw_os_error(libc::ENOSPC),
+                "shown/f",
+            ))
         })
         .unwrap_err();
         assert_eq!(err.code, ErrorCode::NoSpace);
@@ -191,15 +267,15 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(entries(dir.path()), ["f"]);
 
-        let err = replace(&path, "f", None, |_| {
-            Err::<(), _>(io::Error::from_raw_os_error(libc::EDQUOT))
-        })
-        .unwrap_err();
+        let fail = |errno| {
+            replace(&path, "f", None, |_| {
+                Err::<(), _>(write_error(&io::Error::from_raw_os_error(errno), "f"))
+            })
+            .unwrap_err()
+        };
+        let err = fail(libc::EDQUOT);
         assert_eq!(err.code, ErrorCode::NoSpace);
-        let err = replace(&path, "f", None, |_| {
-            Err::<(), _>(io::Error::from_raw_os_error(libc::EIO))
-        })
-        .unwrap_err();
+        let err = fail(libc::EIO);
         assert_eq!(
             (err.code, err.message.as_str()),
             (ErrorCode::WriteFailed, "Failed to write file: f")
@@ -216,6 +292,36 @@ mod tests {
             (err.code, err.message.as_str()),
             (ErrorCode::OpenFailed, "Cannot open file: no/such/f")
         );
+    }
+
+    #[test]
+    fn sink_copies_ranges_in_pieces_and_writes_between_them() {
+        // More than two writeback pieces, so the piecewise copy and the
+        // writeback starts are exercised.
+        let dir = tempfile::tempdir().unwrap();
+        let source: Vec<u8> = (0..(2 * WRITEBACK + 12345) as u32)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let src_path = dir.path().join("src");
+        std::fs::write(&src_path, &source).unwrap();
+        let src = File::open(&src_path).unwrap();
+        let target = dir.path().join("out");
+        let len = source.len() as u64;
+        let middle = len / 2;
+        replace(&target, "out", None, |sink| {
+            let err = |e: io::Error| write_error(&e, "out");
+            assert_eq!(sink.copy_from(&src, 0, middle).map_err(err)?, middle);
+            sink.write_all(b"<edit>").map_err(err)?;
+            // Asking past the end copies what there is.
+            let rest = sink.copy_from(&src, middle + 3, len).map_err(err)?;
+            assert_eq!(rest, len - middle - 3);
+            Ok(())
+        })
+        .unwrap();
+        let mut expected = source[..middle as usize].to_vec();
+        expected.extend_from_slice(b"<edit>");
+        expected.extend_from_slice(&source[middle as usize + 3..]);
+        assert!(std::fs::read(&target).unwrap() == expected);
     }
 
     #[test]
