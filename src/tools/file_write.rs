@@ -12,6 +12,7 @@
 //! |---|---|
 //! | the file exists and the caller may not write it (decision 17) | PERMISSION_DENIED "Permission denied: PATH", nothing changed |
 //! | the directory does not let the caller create the file | PERMISSION_DENIED "Permission denied: PATH" |
+//! | the file is writable, its directory is not (no room for the temporary file) | PERMISSION_DENIED "Permission denied: PATH (the file is writable but its directory is not, ...)" |
 //! | the parent directory is missing; a link loop; ... | OPEN_FAILED "Cannot open file: PATH" |
 //! | a directory, FIFO or device (never opened, never replaced) | OPEN_FAILED "Cannot open file: PATH (is a directory)" ... |
 //! | the disk or quota is full | NO_SPACE "No space left on device: PATH", old content intact |

@@ -3,10 +3,10 @@
 //!
 //! The new content goes into a temporary file created in the target's own
 //! directory (so the final rename(2) stays on one file system and is atomic),
-//! is flushed to disk with fdatasync(2), and is renamed over the target: a
-//! crash, a kill or a full disk leaves either the old content or the new,
-//! never a torn file. On any failure the temporary file is removed before the
-//! tool answers. An existing target keeps its permission bits and, as far as
+//! is flushed to disk with fdatasync(2) (its writeback started early, see
+//! [`Sink`]), and is renamed over the target: a crash, a kill or a full disk
+//! leaves either the old content or the new, never a torn file. On any
+//! failure the temporary file is removed before the tool answers. An existing target keeps its permission bits and, as far as
 //! the caller may give them, its owner and group. The target is always a
 //! resolved path (see [`super::resolve_link`]), so a symbolic link that led to
 //! it stays a link.
@@ -36,10 +36,10 @@ const WRITEBACK: u64 = 8 << 20;
 
 /// Replaces the content of `target` with what `fill` writes into the
 /// temporary file, and returns what `fill` returned; an error from `fill`
-/// (map write errors with [`write_error`]) abandons the replacement. `existing` is the
-/// target's metadata when it exists (its mode and owner are kept); `None`
-/// creates a new file with the default mode, 0666 less the umask. `shown` is
-/// the path as the caller gave it, for messages.
+/// (write errors mapped with [`write_error`]) abandons the replacement.
+/// `existing` is the target's metadata when it exists (its mode and owner
+/// are kept); `None` creates a new file with the default mode, 0666 less the
+/// umask. `shown` is the path as the caller gave it, for messages.
 pub fn replace<T>(
     target: &Path,
     shown: &str,
