@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::child::Capture;
 use super::config::format_secs;
 use super::registry::Protocol;
-use super::schema::kind;
+use crate::args::type_name as kind;
 use crate::error::ErrorCode;
 
 /// How a tool process ended.

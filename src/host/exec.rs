@@ -17,7 +17,7 @@ use super::child::{self, Proc};
 use super::config::Limits;
 use super::envelope::{self, Ending};
 use super::registry::{Protocol, Registry};
-use super::schema::kind;
+use crate::args::type_name as kind;
 use crate::error::ErrorCode;
 
 /// How often a running call looks at its cancel flag.

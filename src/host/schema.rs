@@ -7,6 +7,7 @@
 //! legacy form (`{"x": {"type":..., "required": true}}`), which is turned into
 //! JSON Schema. Other top-level keys (`returns`) are dropped. Pure.
 
+use crate::args::type_name as kind;
 use serde_json::{json, Map, Value};
 
 /// The longest tool name every provider accepts.
@@ -147,18 +148,6 @@ fn flat(p: &Map<String, Value>) -> Result<Value, String> {
         out["required"] = Value::Array(required);
     }
     Ok(out)
-}
-
-/// "a string", "an array", ... for messages.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

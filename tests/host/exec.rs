@@ -466,7 +466,8 @@ fn our_tools_take_null_optionals_as_absent() {
                 Some("boolean") => json!(false),
                 Some("array") => json!([]),
                 _ if schema["format"] == "uri" => json!("https://example.com/"),
-                _ => json!(d.path("no-such-file").to_string_lossy() + "-xx"),
+                // Distinct per parameter: file_edit refuses identical strings.
+                _ => json!(format!("{}-{pname}", d.path("no-such-file").display())),
             };
             args.insert(pname.clone(), value);
         }
