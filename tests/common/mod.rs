@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod model_server;
+
 use serde_json::Value;
 
 /// The binary cargo built for this test run.
