@@ -435,3 +435,23 @@ fn calls_to_unknown_tools_get_tool_not_found_envelopes() {
         }
     }
 }
+
+#[test]
+fn ctrl_c_stops_a_hanging_request_and_the_next_message_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![Reply::Hang("Thinking ".into()), text("Second answer.")],
+    );
+    let out = against(&server, home.path())
+        .stdin("first\nsecond\n")
+        .output_interrupting(|| !server.requests().is_empty());
+    no_problems(&server, &out);
+    assert!(out.stderr.contains("Interrupted."), "{out:?}");
+    assert!(out.stdout.ends_with("Second answer.\n"), "{out:?}");
+    assert_eq!(out.code, 1, "an interrupted message counts as not answered");
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[1].body),
+        ["first", "second"]
+    );
+}

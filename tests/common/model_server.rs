@@ -43,6 +43,9 @@ pub enum Reply {
     Status(u16, String),
     /// A 200 whose body is these bytes, as they are.
     Raw(String),
+    /// A stream that starts with this text and then says nothing more for
+    /// a minute (for interrupting a request).
+    Hang(String),
 }
 
 pub fn text(t: &str) -> Reply {
@@ -90,18 +93,22 @@ impl ModelServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let problems = Arc::new(Mutex::new(Vec::new()));
         let (r, p) = (Arc::clone(&requests), Arc::clone(&problems));
+        let state = Arc::new(Mutex::new(State {
+            api,
+            script,
+            next: 0,
+            issued: 0,
+        }));
         std::thread::spawn(move || {
-            let mut state = State {
-                api,
-                script,
-                next: 0,
-                issued: 0,
-            };
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                if let Err(e) = serve(stream, &mut state, &r, &p) {
-                    p.lock().unwrap().push(format!("connection failed: {e}"));
-                }
+                // One thread a connection, so a hanging reply blocks nothing.
+                let (state, r, p) = (Arc::clone(&state), Arc::clone(&r), Arc::clone(&p));
+                std::thread::spawn(move || {
+                    if let Err(e) = serve(stream, &state, &r, &p) {
+                        p.lock().unwrap().push(format!("connection failed: {e}"));
+                    }
+                });
             }
         });
         ModelServer {
@@ -142,7 +149,7 @@ impl ModelServer {
 
 fn serve(
     mut stream: TcpStream,
-    state: &mut State,
+    state: &Mutex<State>,
     requests: &Mutex<Vec<Recorded>>,
     problems: &Mutex<Vec<String>>,
 ) -> std::io::Result<()> {
@@ -192,6 +199,8 @@ fn serve(
         headers,
         body,
     };
+    // Recorded and answered under one lock, so requests and replies pair up.
+    let mut state = state.lock().unwrap();
     requests.lock().unwrap().push(recorded.clone());
 
     if let Err(problem) = check(state.api, &recorded) {
@@ -212,6 +221,13 @@ fn serve(
         );
     };
     state.next += 1;
+    let events = match &reply {
+        Reply::Text(t) => events(&mut state, t, &[]),
+        Reply::Calls(t, list) => events(&mut state, t, list),
+        Reply::Hang(t) => events(&mut state, t, &[]),
+        _ => Vec::new(),
+    };
+    drop(state);
     match reply {
         Reply::Status(status, body) => respond(&mut stream, status, &body),
         Reply::Raw(body) => {
@@ -221,8 +237,14 @@ fn serve(
             )?;
             stream.flush()
         }
-        Reply::Text(t) => stream_events(&mut stream, &events(state, &t, &[])),
-        Reply::Calls(t, list) => stream_events(&mut stream, &events(state, &t, &list)),
+        Reply::Text(_) | Reply::Calls(..) => stream_events(&mut stream, &events),
+        Reply::Hang(_) => {
+            // Only the first (text) events, then silence.
+            let opening = events.len().min(2);
+            stream_events(&mut stream, &events[..opening])?;
+            std::thread::sleep(Duration::from_secs(60));
+            Ok(())
+        }
     }
 }
 
