@@ -166,11 +166,11 @@ impl TermUi {
     fn line(&mut self, text: &str) {
         self.quiet();
         if !self.at_line_start {
-            println!();
+            say("\n");
             self.at_line_start = true;
         }
-        let _ = std::io::stdout().flush();
-        eprintln!("{text}");
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{text}");
     }
 
     pub fn style(&self) -> Style {
@@ -194,19 +194,16 @@ impl Ui for TermUi {
 
     fn text(&mut self, piece: &str) {
         self.quiet();
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(piece.as_bytes());
-        let _ = out.flush();
+        say(piece);
         self.at_line_start = piece.ends_with('\n');
     }
 
     fn end_text(&mut self) {
         self.quiet();
         if !self.at_line_start {
-            println!();
+            say("\n");
             self.at_line_start = true;
         }
-        let _ = std::io::stdout().flush();
     }
 
     fn tool_call(&mut self, call: &ToolCall) {
@@ -250,6 +247,14 @@ impl Ui for TermUi {
         let text = self.err.red(&format!("error: {text}"));
         self.line(&text);
     }
+}
+
+/// Writes to stdout at once. A reader that went away (`ikigai -p ... | head`)
+/// is not worth a panic; the conversation and its log go on.
+pub fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// A message or a command from the person, to completion.
