@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
+mod terminal;
+
 const APIS: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Google];
 
 /// `ikigai` in a clean world: HOME, XDG dirs and tool dirs under `home`,
