@@ -3,5 +3,6 @@
 
 mod assistant;
 mod common;
+mod examples;
 mod front;
 mod tools;

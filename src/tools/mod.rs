@@ -4,8 +4,11 @@
 use crate::tool::Tool;
 
 mod bash;
+mod glob;
+mod grep;
+mod search;
 
-pub static TOOLS: &[&dyn Tool] = &[&bash::Bash];
+pub static TOOLS: &[&dyn Tool] = &[&bash::Bash, &glob::Glob, &grep::Grep];
 
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {

@@ -1,4 +1,6 @@
 //! Tests by tool: each module drives one tool through its own name.
 
 mod bash;
+mod glob;
+mod grep;
 mod protocol;

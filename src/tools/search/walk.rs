@@ -1,0 +1,473 @@
+//! The parallel walk that expands a compiled glob (spec README, decisions 6
+//! and 16; local-tools.md, "Tool: glob" and "Tool: grep").
+//!
+//! Every directory is listed once, by whichever thread takes it from a shared
+//! stack, against the set of pattern positions that reach it (a small NFA:
+//! `**` keeps its position and also moves past itself), so no path is found
+//! twice and no directory is read twice. Literal components are looked up,
+//! never listed. `**` descends only into real directories whose names do not
+//! start with `.`, so it can never loop; a wildcard component follows a
+//! symbolic link to a directory as POSIX glob does, which is bounded by the
+//! pattern's length.
+//!
+//! What is found goes to a per-thread `Sink` (a list of paths for glob, a
+//! searcher for grep), so finding and searching overlap on every core. A
+//! directory with many matches hands most of them back to the shared stack
+//! in chunks, so one huge directory still keeps every thread busy.
+//!
+//! Unreadable directories and entries that vanish are skipped: the spec's
+//! glob runs without `GLOB_ERR`, and grep ignores what it cannot read.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+
+use super::pattern::{join, Pattern, Seg};
+
+/// What a found path is, from the directory entry itself (never following
+/// a symbolic link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    Dir,
+    Symlink,
+    /// A device, FIFO or socket.
+    Other,
+}
+
+impl Kind {
+    fn of(ft: fs::FileType) -> Kind {
+        if ft.is_file() {
+            Kind::File
+        } else if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Other
+        }
+    }
+}
+
+/// Receives the paths a walk finds, on the thread that found them. A
+/// dir-only pattern's results carry their trailing `/`.
+pub trait Sink: Send {
+    fn found(&mut self, path: Vec<u8>, kind: Kind);
+}
+
+/// How many matches of one directory a thread keeps for itself; the rest go
+/// back to the shared stack in chunks of this size.
+const CHUNK: usize = 64;
+
+/// The threads a walk uses: every core the process may run on, up to a
+/// bound past which reading from the page cache no longer gets faster and
+/// a small search would only pay for spawning.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
+}
+
+/// Walks `pattern` on `threads` threads, each with its own sink from
+/// `make`; returns the sinks.
+pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + Sync) -> Vec<S> {
+    let walker = Walker {
+        pattern,
+        done: 1u64 << pattern.segs.len(),
+    };
+    let queue = Queue {
+        state: Mutex::new(QueueState {
+            work: Vec::new(),
+            busy: 0,
+        }),
+        ready: Condvar::new(),
+    };
+    let mut first = make();
+    let mut dirs = Vec::new();
+    let mut found = Vec::new();
+    let start = walker.closure(1);
+    walker.visit_root(start, &mut dirs, &mut found);
+    for (path, kind) in found {
+        first.found(path, kind);
+    }
+    queue.push(&mut dirs);
+
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads.max(1))
+            .map(|_| {
+                let (walker, queue, make) = (&walker, &queue, &make);
+                scope.spawn(move || {
+                    let mut sink = make();
+                    walker.work(queue, &mut sink);
+                    sink
+                })
+            })
+            .collect();
+        walker.work(&queue, &mut first);
+        let mut sinks = vec![first];
+        // A sink only holds data; a helper can only panic on a bug, which
+        // then surfaces here as it would on the main thread.
+        sinks.extend(helpers.into_iter().map(|h| match h.join() {
+            Ok(sink) => sink,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }));
+        sinks
+    })
+}
+
+enum Work {
+    /// A directory to list, with the pattern positions that reach it.
+    Dir(Vec<u8>, u64),
+    /// Matches to hand to a sink.
+    Found(Vec<(Vec<u8>, Kind)>),
+}
+
+struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+struct QueueState {
+    work: Vec<Work>,
+    /// Threads holding an item; while any does, more work may appear.
+    busy: usize,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        // Nothing panics while holding the lock, so poison cannot happen.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next item, or `None` once the stack is empty and nobody can add
+    /// to it any more.
+    fn pop(&self) -> Option<Work> {
+        let mut state = self.lock();
+        loop {
+            if let Some(work) = state.work.pop() {
+                state.busy += 1;
+                return Some(work);
+            }
+            if state.busy == 0 {
+                self.ready.notify_all();
+                return None;
+            }
+            state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn push(&self, items: &mut Vec<Work>) {
+        if items.is_empty() {
+            return;
+        }
+        self.lock().work.append(items);
+        self.ready.notify_all();
+    }
+
+    fn finished_one(&self) {
+        let mut state = self.lock();
+        state.busy -= 1;
+        if state.busy == 0 && state.work.is_empty() {
+            self.ready.notify_all();
+        }
+    }
+}
+
+struct Walker<'g> {
+    pattern: &'g Pattern,
+    /// The position bit meaning "the whole pattern matched".
+    done: u64,
+}
+
+impl Walker<'_> {
+    fn work<S: Sink>(&self, queue: &Queue, sink: &mut S) {
+        let mut dirs = Vec::new();
+        let mut found = Vec::new();
+        while let Some(work) = queue.pop() {
+            match work {
+                Work::Dir(path, positions) => {
+                    self.list(&path, positions, &mut dirs, &mut found);
+                    if found.len() > CHUNK {
+                        let mut rest = found.split_off(CHUNK);
+                        while !rest.is_empty() {
+                            let tail = rest.split_off(rest.len().saturating_sub(CHUNK));
+                            dirs.push(Work::Found(tail));
+                        }
+                    }
+                    queue.push(&mut dirs);
+                    for (path, kind) in found.drain(..) {
+                        sink.found(path, kind);
+                    }
+                }
+                Work::Found(items) => {
+                    for (path, kind) in items {
+                        sink.found(path, kind);
+                    }
+                }
+            }
+            queue.finished_one();
+        }
+    }
+
+    /// Adds the positions that `**` lets a path skip: zero directories.
+    fn closure(&self, mut positions: u64) -> u64 {
+        for (i, seg) in self.pattern.segs.iter().enumerate() {
+            if positions & (1 << i) != 0 && matches!(seg, Seg::Globstar) {
+                positions |= 1 << (i + 1);
+            }
+        }
+        positions
+    }
+
+    /// The root is a match itself when the pattern is all literal (or
+    /// `**/` reaches it), and a directory to list otherwise.
+    fn visit_root(&self, positions: u64, dirs: &mut Vec<Work>, found: &mut Vec<(Vec<u8>, Kind)>) {
+        let root = &self.pattern.root;
+        if root.is_empty() {
+            // The working directory is no name of its own to print.
+            if positions & !self.done != 0 {
+                dirs.push(Work::Dir(Vec::new(), positions & !self.done));
+            }
+            return;
+        }
+        self.reached(root.clone(), positions, None, dirs, found);
+    }
+
+    /// Lists directory `dir`, reached at `positions`, and records what its
+    /// entries reach.
+    fn list(
+        &self,
+        dir: &[u8],
+        positions: u64,
+        dirs: &mut Vec<Work>,
+        found: &mut Vec<(Vec<u8>, Kind)>,
+    ) {
+        let segs = &self.pattern.segs;
+        let active = || (0..segs.len()).filter(move |&i| positions & (1 << i) != 0);
+        // Names read from the directory serve `*`, `**` and, while we are at
+        // it, plain names; `.` and `..` are never listed, so they (and every
+        // name when nothing needs a listing) are looked up directly.
+        let listing = active().any(|i| !matches!(segs[i], Seg::Literal(_)));
+        let mut lookups: Vec<(&[u8], u64)> = Vec::new();
+        for i in active() {
+            if let Seg::Literal(name) = &segs[i] {
+                if !listing || name == b"." || name == b".." {
+                    match lookups.iter_mut().find(|(n, _)| *n == name.as_slice()) {
+                        Some((_, next)) => *next |= 1 << (i + 1),
+                        None => lookups.push((name, 1 << (i + 1))),
+                    }
+                }
+            }
+        }
+        for (name, next) in lookups {
+            self.reached(join(dir, name), self.closure(next), None, dirs, found);
+        }
+        if !listing {
+            return;
+        }
+        let fs_dir = if dir.is_empty() {
+            Path::new(".")
+        } else {
+            Path::new(OsStr::from_bytes(dir))
+        };
+        let Ok(entries) = fs::read_dir(fs_dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.as_bytes();
+            let Ok(kind) = entry.file_type().map(Kind::of) else {
+                continue;
+            };
+            let mut next = 0u64;
+            for i in active() {
+                let hit = match &segs[i] {
+                    Seg::Globstar => {
+                        if kind == Kind::Dir && !name.starts_with(b".") {
+                            next |= 1 << i;
+                        }
+                        continue;
+                    }
+                    Seg::Name(m) => m.matches(name),
+                    Seg::Literal(lit) => lit.as_slice() == name,
+                };
+                if hit {
+                    next |= 1 << (i + 1);
+                }
+            }
+            if next != 0 {
+                self.reached(join(dir, name), self.closure(next), Some(kind), dirs, found);
+            }
+        }
+    }
+
+    /// `path` (of `kind`, when the listing said) reaches `positions`: it may
+    /// be a match, a directory to list, or both.
+    fn reached(
+        &self,
+        path: Vec<u8>,
+        positions: u64,
+        kind: Option<Kind>,
+        dirs: &mut Vec<Work>,
+        found: &mut Vec<(Vec<u8>, Kind)>,
+    ) {
+        let kind = match kind {
+            Some(kind) => kind,
+            None => match fs::symlink_metadata(OsStr::from_bytes(&path)) {
+                Ok(meta) => Kind::of(meta.file_type()),
+                Err(_) => return,
+            },
+        };
+        let further = positions & !self.done;
+        let descend = further != 0 && matches!(kind, Kind::Dir | Kind::Symlink);
+        if positions & self.done != 0 {
+            if self.pattern.dir_only {
+                if is_dir(&path, kind) {
+                    let mut shown = path.clone();
+                    if !shown.ends_with(b"/") {
+                        shown.push(b'/');
+                    }
+                    found.push((shown, Kind::Dir));
+                }
+            } else if descend {
+                found.push((path.clone(), kind));
+            } else {
+                found.push((path, kind));
+                return;
+            }
+        }
+        if descend {
+            dirs.push(Work::Dir(path, further));
+        }
+    }
+}
+
+/// A directory, or a symbolic link to one (POSIX glob's `dir/` follows it).
+fn is_dir(path: &[u8], kind: Kind) -> bool {
+    match kind {
+        Kind::Dir => true,
+        Kind::Symlink => fs::metadata(OsStr::from_bytes(path)).is_ok_and(|m| m.is_dir()),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Paths(Vec<String>);
+
+    impl Sink for Paths {
+        fn found(&mut self, path: Vec<u8>, _kind: Kind) {
+            self.0.push(String::from_utf8(path).unwrap());
+        }
+    }
+
+    fn expand(dir: &Path, pattern: &str, threads: usize) -> Vec<String> {
+        let base = dir.to_str().unwrap();
+        let glob = Pattern::new(base, pattern).unwrap().unwrap();
+        let mut all: Vec<String> = walk(&glob, threads, || Paths(Vec::new()))
+            .into_iter()
+            .flat_map(|p| p.0)
+            .map(|p| p[base.len() + 1..].to_string())
+            .collect();
+        all.sort();
+        all
+    }
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for file in [
+            "a.c",
+            "b.h",
+            ".hidden.c",
+            "src/main.c",
+            "src/lib/util.c",
+            "src/lib/deep/x.c",
+            "src/.git/config.c",
+            ".dot/inside.c",
+        ] {
+            let path = dir.path().join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "").unwrap();
+        }
+        std::os::unix::fs::symlink(dir.path().join("src"), dir.path().join("link")).unwrap();
+        for i in 0..200 {
+            fs::create_dir_all(dir.path().join(format!("many/d{i:03}"))).unwrap();
+            fs::write(dir.path().join(format!("many/f{i:03}.c")), "").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn globstar_matches_zero_or_more_real_non_dot_directories() {
+        let dir = tree();
+        let found = expand(dir.path(), "**/*.c", 2);
+        let mut expected = vec![
+            "a.c".to_string(),
+            "src/lib/deep/x.c".into(),
+            "src/lib/util.c".into(),
+            "src/main.c".into(),
+        ];
+        expected.extend((0..200).map(|i| format!("many/f{i:03}.c")));
+        expected.sort();
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn one_thread_and_many_find_the_same() {
+        let dir = tree();
+        for pattern in [
+            "**",
+            "**/",
+            "*/*",
+            "many/*",
+            "**/lib/*.c",
+            "*/**/x.c",
+            ".*/*",
+        ] {
+            let one = expand(dir.path(), pattern, 1);
+            assert!(!one.is_empty(), "{pattern}");
+            assert_eq!(one, expand(dir.path(), pattern, 3), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn wildcards_follow_symlinks_but_globstar_does_not() {
+        let dir = tree();
+        assert_eq!(
+            expand(dir.path(), "*/main.c", 2),
+            ["link/main.c", "src/main.c"]
+        );
+        assert_eq!(expand(dir.path(), "li*/**/x.c", 2), ["link/lib/deep/x.c"]);
+        assert!(!expand(dir.path(), "**/main.c", 2).contains(&"link/main.c".to_string()));
+    }
+
+    #[test]
+    fn literal_names_and_dot_components_are_looked_up() {
+        let dir = tree();
+        assert_eq!(expand(dir.path(), "src/.git/*", 2), ["src/.git/config.c"]);
+        assert_eq!(expand(dir.path(), "**/.git/*.c", 2), ["src/.git/config.c"]);
+        assert_eq!(
+            expand(dir.path(), "src/lib/../*.c", 2),
+            ["src/lib/../main.c"]
+        );
+        assert_eq!(
+            expand(dir.path(), "*/lib/../main.c", 2),
+            ["link/lib/../main.c", "src/lib/../main.c"]
+        );
+        assert_eq!(expand(dir.path(), "src/nope/*.c", 2), Vec::<String>::new());
+    }
+
+    #[test]
+    fn dir_only_patterns_print_a_trailing_slash() {
+        let dir = tree();
+        assert_eq!(expand(dir.path(), "s*/", 2), ["src/"]);
+        assert_eq!(expand(dir.path(), "*/l*/", 2), ["link/lib/", "src/lib/"]);
+        assert_eq!(
+            expand(dir.path(), "src/**/", 2),
+            ["src/", "src/lib/", "src/lib/deep/"]
+        );
+    }
+}
