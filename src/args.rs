@@ -166,7 +166,8 @@ fn check_type(name: &str, ty: &str, value: &Value) -> Result<Value, ToolError> {
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// "a string", "an array", ... for messages (the host's too).
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -5,4 +5,5 @@ mod assistant;
 mod common;
 mod examples;
 mod front;
+mod host;
 mod tools;

@@ -30,15 +30,12 @@ pub struct Options {
     pub max_tool_rounds: usize,
 }
 
-/// Takes `--resume [ID]` out of `args`, since its value is optional (which
-/// argh cannot say): the next argument is its ID unless it is a flag or one
-/// of `subcommands`.
-pub fn split_resume(
-    args: Vec<String>,
-    subcommands: &[&str],
-) -> (Vec<String>, Option<Option<String>>) {
+/// Takes the optional ID of `--resume [ID]` out of `args` (argh cannot say
+/// "optional value"), leaving the switch: the argument after `--resume` is
+/// its ID unless it is a flag or one of `subcommands`.
+pub fn take_resume_id(args: Vec<String>, subcommands: &[&str]) -> (Vec<String>, Option<String>) {
     let mut rest = Vec::new();
-    let mut resume = None;
+    let mut id = None;
     let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
         if arg == "--" {
@@ -46,15 +43,17 @@ pub fn split_resume(
             rest.extend(args.by_ref());
             break;
         }
-        if arg != "--resume" {
-            rest.push(arg);
-            continue;
+        let is_resume = arg == "--resume";
+        rest.push(arg);
+        if is_resume {
+            if let Some(next) =
+                args.next_if(|next| !next.starts_with('-') && !subcommands.contains(&next.as_str()))
+            {
+                id = Some(next);
+            }
         }
-        let id =
-            args.next_if(|next| !next.starts_with('-') && !subcommands.contains(&next.as_str()));
-        resume = Some(id);
     }
-    (rest, resume)
+    (rest, id)
 }
 
 /// Runs the assistant; the exit code says whether its messages were answered.
@@ -81,9 +80,10 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     }
 
     let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds);
-    match open_session(&env, options.resume.as_ref()) {
-        Ok((Some(session), history)) => {
-            if options.resume.is_some() {
+    match (sessions_dir(&env), &options.resume) {
+        (Some(dir), None) => conversation = conversation.with_new_session(dir),
+        (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {
+            Ok((session, history)) => {
                 eprintln!(
                     "{}",
                     style.dim(&format!(
@@ -92,15 +92,21 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
                         history.len()
                     ))
                 );
+                conversation = conversation.with_history(history).with_session(session);
             }
-            conversation = conversation.with_history(history).with_session(session);
-        }
-        Ok((None, _)) => eprintln!(
+            Err(e) => {
+                eprintln!("ikigai: {e:#}");
+                return ExitCode::from(1);
+            }
+        },
+        (None, None) => eprintln!(
             "{}",
-            style.dim_yellow("warning: no HOME or XDG_DATA_HOME: this session is not logged")
+            style.dim_yellow(
+                "warning: neither XDG_DATA_HOME nor HOME is set: this session is not logged"
+            )
         ),
-        Err(e) => {
-            eprintln!("ikigai: {e:#}");
+        (None, Some(_)) => {
+            eprintln!("ikigai: cannot resume: neither XDG_DATA_HOME nor HOME is set");
             return ExitCode::from(1);
         }
     }
@@ -133,8 +139,8 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         None => "no model configured (messages explain how to set a key)".into(),
     };
     let log = conversation
-        .session()
-        .map(|s| format!(" · session {}", s.id()))
+        .session_id()
+        .map(|id| format!(" · session {id}"))
         .unwrap_or_default();
     eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
     eprintln!(
@@ -151,26 +157,6 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     }
 }
 
-/// The session to log to, and the conversation it already holds.
-fn open_session(
-    env: &Env,
-    resume: Option<&Option<String>>,
-) -> anyhow::Result<(Option<Session>, Vec<super::model::Message>)> {
-    let Some(dir) = sessions_dir(env) else {
-        if resume.is_some() {
-            anyhow::bail!("cannot resume: neither XDG_DATA_HOME nor HOME is set");
-        }
-        return Ok((None, Vec::new()));
-    };
-    match resume {
-        Some(id) => {
-            let (session, history) = Session::resume(&dir, id.as_deref())?;
-            Ok((Some(session), history))
-        }
-        None => Ok((Some(Session::create(&dir)?), Vec::new())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,23 +168,18 @@ mod tests {
     #[test]
     fn resume_takes_an_optional_id() {
         let subs = ["tools", "call"];
-        assert_eq!(split_resume(words("--resume"), &subs), (vec![], Some(None)));
+        let take = |s: &str| take_resume_id(words(s), &subs);
+        assert_eq!(take("--resume"), (words("--resume"), None));
         assert_eq!(
-            split_resume(words("--resume abc -p hi"), &subs),
-            (words("-p hi"), Some(Some("abc".into())))
+            take("--resume abc -p hi"),
+            (words("--resume -p hi"), Some("abc".into()))
         );
         assert_eq!(
-            split_resume(words("--resume --model m"), &subs),
-            (words("--model m"), Some(None))
+            take("--resume --model m"),
+            (words("--resume --model m"), None)
         );
-        assert_eq!(
-            split_resume(words("--resume tools"), &subs),
-            (words("tools"), Some(None))
-        );
-        assert_eq!(split_resume(words("-p x"), &subs), (words("-p x"), None));
-        assert_eq!(
-            split_resume(words("-- --resume"), &subs),
-            (words("-- --resume"), None)
-        );
+        assert_eq!(take("--resume tools"), (words("--resume tools"), None));
+        assert_eq!(take("-p x"), (words("-p x"), None));
+        assert_eq!(take("-- --resume x"), (words("-- --resume x"), None));
     }
 }

@@ -9,7 +9,7 @@
 //! The loop reaches tools only through `ToolHost` and the person only
 //! through `Ui`, so it is tested with a fake host and a scripted model.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -84,9 +84,22 @@ pub struct Conversation {
     system: String,
     messages: Vec<Message>,
     max_tool_rounds: usize,
-    session: Option<Session>,
-    /// Set once a session write failed, so the warning is said once.
-    session_broken: bool,
+    log: Log,
+}
+
+/// Where the conversation is logged. A new session's file is made at its
+/// first entry, so running `ikigai` only for `/tool` leaves no empty
+/// session behind; likewise a resumed one gets its `start` entry then.
+enum Log {
+    Off,
+    /// A new session, to be made in this directory.
+    New(PathBuf),
+    Open {
+        session: Session,
+        started: bool,
+    },
+    /// A write failed (and was reported): the conversation goes on unlogged.
+    Broken,
 }
 
 impl Conversation {
@@ -100,8 +113,7 @@ impl Conversation {
             system,
             messages: Vec::new(),
             max_tool_rounds,
-            session: None,
-            session_broken: false,
+            log: Log::Off,
         }
     }
 
@@ -111,28 +123,18 @@ impl Conversation {
         self
     }
 
-    /// Logs to `session` from now on, starting with a `start` entry.
+    /// Logs to a new session in `dir`, made when there is something to log.
+    pub fn with_new_session(mut self, dir: PathBuf) -> Self {
+        self.log = Log::New(dir);
+        self
+    }
+
+    /// Logs to `session` (a resumed one) from now on.
     pub fn with_session(mut self, session: Session) -> Self {
-        self.session = Some(session);
-        let (provider, model) = match &self.client {
-            Ok(c) => (c.provider().to_string(), c.model().to_string()),
-            Err(_) => (String::new(), String::new()),
+        self.log = Log::Open {
+            session,
+            started: false,
         };
-        let id = self
-            .session
-            .as_ref()
-            .map(|s| s.id().to_string())
-            .unwrap_or_default();
-        let time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        self.log_quietly(Entry::Start {
-            id,
-            time,
-            provider,
-            model,
-        });
         self
     }
 
@@ -141,8 +143,12 @@ impl Conversation {
         &self.messages
     }
 
-    pub fn session(&self) -> Option<&Session> {
-        self.session.as_ref()
+    /// The session's id, once its file exists.
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.log {
+            Log::Open { session, .. } => Some(session.id()),
+            _ => None,
+        }
     }
 
     pub fn client(&self) -> Option<&Arc<dyn ModelClient>> {
@@ -366,21 +372,39 @@ impl Conversation {
 
     fn log(&mut self, entry: Entry, ui: &mut dyn Ui) {
         if let Err(e) = self.write(&entry) {
+            self.log = Log::Broken;
             ui.error(&format!("{e:#}; the conversation goes on without a log"));
         }
     }
 
-    fn log_quietly(&mut self, entry: Entry) {
-        let _ = self.write(&entry);
-    }
-
     fn write(&mut self, entry: &Entry) -> anyhow::Result<()> {
-        let (Some(session), false) = (&mut self.session, self.session_broken) else {
+        if let Log::New(dir) = &self.log {
+            self.log = Log::Open {
+                session: Session::create(dir)?,
+                started: false,
+            };
+        }
+        let Log::Open { session, started } = &mut self.log else {
             return Ok(());
         };
-        session
-            .append(entry)
-            .inspect_err(|_| self.session_broken = true)
+        if !*started {
+            let (provider, model) = match &self.client {
+                Ok(c) => (c.provider().to_string(), c.model().to_string()),
+                Err(_) => (String::new(), String::new()),
+            };
+            let time = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            session.append(&Entry::Start {
+                id: session.id().to_string(),
+                time,
+                provider,
+                model,
+            })?;
+            *started = true;
+        }
+        session.append(entry)
     }
 }
 

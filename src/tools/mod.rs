@@ -4,11 +4,22 @@
 use crate::tool::Tool;
 
 mod bash;
+mod file_edit;
+mod file_read;
+mod file_write;
+mod fs;
 mod glob;
 mod grep;
 mod search;
 
-pub static TOOLS: &[&dyn Tool] = &[&bash::Bash, &glob::Glob, &grep::Grep];
+pub static TOOLS: &[&dyn Tool] = &[
+    &bash::Bash,
+    &file_read::FileRead,
+    &file_write::FileWrite,
+    &file_edit::FileEdit,
+    &glob::Glob,
+    &grep::Grep,
+];
 
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {

@@ -10,6 +10,7 @@ use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
 mod terminal;
+mod tools;
 
 const APIS: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Google];
 

@@ -1,6 +1,10 @@
 //! Tests by tool: each module drives one tool through its own name.
 
 mod bash;
+mod file_edit;
+mod file_read;
+mod file_support;
+mod file_write;
 mod glob;
 mod grep;
 mod protocol;

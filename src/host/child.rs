@@ -1,0 +1,477 @@
+//! A tool process run well (design.md, "Running a child process well";
+//! spec README, decisions 4 and 9): its own process group, so one `killpg`
+//! reaches its grandchildren; its stdin fed, its stdout and stderr drained,
+//! all at once by one poll(2) loop, so neither side ever blocks on a full
+//! pipe; each output kept up to a cap (its head and its tail) while the rest
+//! is counted and dropped. Discovery pumps many of these together; a tool
+//! call pumps one.
+
+use std::collections::VecDeque;
+use std::ffi::OsStr;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{self, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long pipes may stay open after the tool itself exited (a background
+/// process it left may hold them): then the host stops reading.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+/// How long the host keeps draining after killing a group: a process that
+/// escaped the group (`setsid`) and holds a pipe must not hang the host.
+const KILL_DRAIN: Duration = Duration::from_millis(250);
+/// While pipes are closed but the exit is not yet seen, look again this often.
+const REAP_POLL: Duration = Duration::from_millis(2);
+/// Without a pidfd (kernels before 5.3), how often to look for an exit while
+/// the pipes stay open.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+const CHUNK: usize = 64 * 1024;
+
+/// What was kept of one output stream: at most `cap` bytes, the first half
+/// and the last half when there was more, and the total count.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Capture {
+    pub fn new(cap: usize) -> Self {
+        Capture {
+            cap,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    fn head_cap(&self) -> usize {
+        self.cap.div_ceil(2)
+    }
+
+    pub fn push(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        let room = self.head_cap().saturating_sub(self.head.len());
+        let (first, rest) = data.split_at(room.min(data.len()));
+        self.head.extend_from_slice(first);
+        let tail_cap = self.cap - self.head_cap();
+        if rest.len() >= tail_cap {
+            self.tail.clear();
+            self.tail.extend(&rest[rest.len() - tail_cap..]);
+        } else {
+            let overflow = (self.tail.len() + rest.len()).saturating_sub(tail_cap);
+            self.tail.drain(..overflow);
+            self.tail.extend(rest);
+        }
+    }
+
+    /// Bytes the stream carried in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes dropped from the middle.
+    pub fn omitted(&self) -> u64 {
+        self.total - (self.head.len() + self.tail.len()) as u64
+    }
+
+    pub fn truncated(&self) -> bool {
+        self.omitted() > 0
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The whole stream, when nothing was dropped.
+    pub fn complete(&self) -> Option<Vec<u8>> {
+        (!self.truncated()).then(|| {
+            let mut all = self.head.clone();
+            all.extend(&self.tail);
+            all
+        })
+    }
+
+    /// The kept text; when bytes were dropped, a line in their place says how
+    /// many, so the reader never mistakes a cut output for a whole one.
+    pub fn text(&self) -> String {
+        let head = String::from_utf8_lossy(&self.head);
+        if !self.truncated() {
+            let tail: Vec<u8> = self.tail.iter().copied().collect();
+            return head.into_owned() + &String::from_utf8_lossy(&tail);
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        format!(
+            "{head}\n[... {} of {} bytes omitted: output exceeds the {}-byte cap ...]\n{}",
+            self.omitted(),
+            self.total,
+            self.cap,
+            String::from_utf8_lossy(&tail)
+        )
+    }
+}
+
+/// A running process and its pipes.
+pub struct Proc {
+    child: process::Child,
+    stdin: Option<ChildStdin>,
+    input: Vec<u8>,
+    written: usize,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// Readable when the process exits, so an exit wakes the poll even while
+    /// a background process it left keeps the pipes open.
+    pidfd: Option<OwnedFd>,
+    pub out: Capture,
+    pub err: Capture,
+    status: Option<ExitStatus>,
+    exited_at: Option<Instant>,
+    killed_at: Option<Instant>,
+    started: Instant,
+}
+
+/// What a finished process left.
+pub struct Finished {
+    /// None only when the process could not be reaped at all.
+    pub status: Option<ExitStatus>,
+    pub out: Capture,
+    pub err: Capture,
+}
+
+#[derive(Clone, Copy)]
+enum Pipe {
+    In,
+    Out,
+    Err,
+    Exit,
+}
+
+impl Proc {
+    /// Starts `program` with `args` in a new process group. With `input`,
+    /// stdin is a pipe fed that text and then closed; without, `/dev/null`.
+    pub fn spawn(
+        program: &Path,
+        args: &[&OsStr],
+        input: Option<Vec<u8>>,
+        out_cap: usize,
+        err_cap: usize,
+    ) -> io::Result<Proc> {
+        let mut cmd = process::Command::new(program);
+        cmd.args(args)
+            .process_group(0)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        for fd in [
+            stdin.as_ref().map(AsRawFd::as_raw_fd),
+            stdout.as_ref().map(AsRawFd::as_raw_fd),
+            stderr.as_ref().map(AsRawFd::as_raw_fd),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            set_nonblocking(fd)?;
+        }
+        let mut proc = Proc {
+            child,
+            stdin,
+            input: input.unwrap_or_default(),
+            written: 0,
+            pidfd: pidfd_open(pid),
+            stdout,
+            stderr,
+            out: Capture::new(out_cap),
+            err: Capture::new(err_cap),
+            status: None,
+            exited_at: None,
+            killed_at: None,
+            started: Instant::now(),
+        };
+        if proc.input.is_empty() {
+            proc.stdin = None;
+        }
+        Ok(proc)
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The process itself has exited (its pipes may still be open).
+    pub fn exited(&self) -> bool {
+        self.status.is_some()
+    }
+
+    pub fn killed(&self) -> bool {
+        self.killed_at.is_some()
+    }
+
+    /// Kills the whole process group, grandchildren included. Only while the
+    /// leader is unreaped: its pid, the group's id, cannot have been reused.
+    pub fn kill(&mut self) {
+        if self.status.is_none() && self.killed_at.is_none() {
+            // SAFETY: kill(2) with a negative pid signals that process group.
+            unsafe {
+                libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            self.killed_at = Some(Instant::now());
+        }
+        self.stdin = None;
+    }
+
+    fn pipes_open(&self) -> bool {
+        self.stdout.is_some() || self.stderr.is_some()
+    }
+
+    /// Nothing more will come: exited (or killed) and its pipes are closed or
+    /// have had their time.
+    pub fn settled(&self, now: Instant) -> bool {
+        if let Some(killed) = self.killed_at {
+            return (self.status.is_some() && !self.pipes_open()) || now >= killed + KILL_DRAIN;
+        }
+        match self.exited_at {
+            Some(exited) => !self.pipes_open() || now >= exited + EXIT_GRACE,
+            None => false,
+        }
+    }
+
+    /// When this process needs looking at even if no pipe is ready.
+    fn wake_at(&self, now: Instant) -> Option<Instant> {
+        // With a pidfd the exit itself wakes the poll; without, look often
+        // once the pipes are closed (the exit is imminent), now and then
+        // while they are open.
+        let look = match (self.status, &self.pidfd) {
+            (Some(_), _) | (None, Some(_)) => None,
+            (None, None) if !self.pipes_open() => Some(now + REAP_POLL),
+            (None, None) => Some(now + EXIT_POLL),
+        };
+        let limit = match (self.killed_at, self.exited_at) {
+            (Some(killed), _) => Some(killed + KILL_DRAIN),
+            (None, Some(exited)) => Some(exited + EXIT_GRACE),
+            (None, None) => None,
+        };
+        match (look, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn register(&self, index: usize, fds: &mut Vec<libc::pollfd>, map: &mut Vec<(usize, Pipe)>) {
+        let mut add = |fd: RawFd, events: libc::c_short, pipe: Pipe| {
+            fds.push(libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            });
+            map.push((index, pipe));
+        };
+        if let Some(p) = &self.stdin {
+            add(p.as_raw_fd(), libc::POLLOUT, Pipe::In);
+        }
+        if let Some(p) = &self.stdout {
+            add(p.as_raw_fd(), libc::POLLIN, Pipe::Out);
+        }
+        if let Some(p) = &self.stderr {
+            add(p.as_raw_fd(), libc::POLLIN, Pipe::Err);
+        }
+        if let (Some(fd), None) = (&self.pidfd, self.status) {
+            add(fd.as_raw_fd(), libc::POLLIN, Pipe::Exit);
+        }
+    }
+
+    fn service(&mut self, pipe: Pipe, revents: libc::c_short, buf: &mut [u8]) {
+        match pipe {
+            Pipe::In => self.feed(revents),
+            Pipe::Out => {
+                if drain(self.stdout.as_mut(), &mut self.out, buf) {
+                    self.stdout = None;
+                }
+            }
+            Pipe::Err => {
+                if drain(self.stderr.as_mut(), &mut self.err, buf) {
+                    self.stderr = None;
+                }
+            }
+            // Reaped right after, with every process.
+            Pipe::Exit => {}
+        }
+    }
+
+    /// Writes what the pipe takes. A tool that exits without reading its
+    /// input closes the pipe: that is its right, not an error (EPIPE).
+    fn feed(&mut self, revents: libc::c_short) {
+        let Some(pipe) = self.stdin.as_mut() else {
+            return;
+        };
+        if revents & libc::POLLOUT == 0 {
+            self.stdin = None;
+            return;
+        }
+        while self.written < self.input.len() {
+            match pipe.write(&self.input[self.written..]) {
+                Ok(0) => break,
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        self.stdin = None;
+    }
+
+    fn reap(&mut self) {
+        if self.status.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.status = Some(status);
+                self.exited_at = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Closes the pipes and collects the exit status (the process is
+    /// settled: exited, or killed and about to be).
+    pub fn finish(mut self) -> Finished {
+        self.stdin = None;
+        self.stdout = None;
+        self.stderr = None;
+        if self.status.is_none() {
+            if self.killed_at.is_none() {
+                self.kill();
+            }
+            self.status = self.child.wait().ok();
+        }
+        Finished {
+            status: self.status,
+            out: self.out,
+            err: self.err,
+        }
+    }
+}
+
+/// Reads what is there; true when the pipe is finished (end of file or error).
+fn drain<R: Read>(pipe: Option<&mut R>, into: &mut Capture, buf: &mut [u8]) -> bool {
+    let Some(pipe) = pipe else {
+        return false;
+    };
+    // A bounded number of reads, so one chatty process cannot starve the rest.
+    for _ in 0..16 {
+        match pipe.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => into.push(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// A descriptor that polls readable once `pid` exits, where the kernel has
+/// pidfd_open(2).
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // (close-on-exec by definition) or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// One round for all `procs`: waits until a pipe is ready, `until` comes, or
+/// a process needs looking at; moves what is ready; notes who exited.
+pub fn step(procs: &mut [&mut Proc], until: Instant) {
+    let now = Instant::now();
+    let mut wake = until;
+    let mut fds = Vec::new();
+    let mut map = Vec::new();
+    for (i, p) in procs.iter().enumerate() {
+        if let Some(at) = p.wake_at(now) {
+            wake = wake.min(at);
+        }
+        p.register(i, &mut fds, &mut map);
+    }
+    let wait = wake.saturating_duration_since(now);
+    if fds.is_empty() {
+        std::thread::sleep(wait);
+    } else {
+        let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if ready > 0 {
+            let mut buf = vec![0u8; CHUNK];
+            for (fd, &(i, pipe)) in fds.iter().zip(&map) {
+                if fd.revents != 0 {
+                    procs[i].service(pipe, fd.revents, &mut buf);
+                }
+            }
+        }
+    }
+    for p in procs.iter_mut() {
+        p.reap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_keeps_everything_under_the_cap() {
+        let mut c = Capture::new(10);
+        c.push(b"abc");
+        c.push(b"defghij");
+        assert_eq!(c.complete().unwrap(), b"abcdefghij");
+        assert!(!c.truncated());
+        assert_eq!(c.text(), "abcdefghij");
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail_and_counts_the_rest() {
+        let mut c = Capture::new(6);
+        for chunk in [&b"12345"[..], b"6789", b"abcdefg", b"XYZ"] {
+            c.push(chunk);
+        }
+        assert_eq!(c.total(), 19);
+        assert_eq!(c.omitted(), 13);
+        assert!(c.complete().is_none());
+        assert_eq!(
+            c.text(),
+            "123\n[... 13 of 19 bytes omitted: output exceeds the 6-byte cap ...]\nXYZ"
+        );
+        let mut big = Capture::new(4);
+        big.push(&[b'x'; 1000]);
+        assert_eq!(
+            big.text().len(),
+            "xx\n[... 996 of 1000 bytes omitted: output exceeds the 4-byte cap ...]\nxx".len()
+        );
+    }
+
+    #[test]
+    fn capture_of_one_byte() {
+        let mut c = Capture::new(1);
+        c.push(b"ab");
+        assert_eq!((c.omitted(), c.head.len(), c.tail.len()), (1, 1, 0));
+    }
+}

@@ -1,0 +1,336 @@
+//! The slash commands a person types (host-architecture.md, "Commands"):
+//! `/tool`, `/tool NAME`, `/refresh`, `/help`, `/quit`, kept in one table.
+//! Used by the line loop of a non-terminal stdin and by the interactive
+//! conversation alike: a command gets the host's state and prints through a
+//! callback, so `/refresh` can say "Refreshing tools..." before it works.
+
+use serde_json::Value;
+
+use super::config::Config;
+use super::discovery;
+use super::registry::{Entry, Registry};
+
+/// What the commands work on: the settings and the current registry.
+pub struct HostState {
+    pub config: Config,
+    pub registry: Registry,
+}
+
+impl HostState {
+    /// Discovers the tools now (blocking, at most about the deadline).
+    pub fn discover(config: Config) -> HostState {
+        let registry = discovery::discover(&config);
+        HostState { config, registry }
+    }
+
+    /// Runs discovery again and replaces the registry.
+    pub fn refresh(&mut self) {
+        self.registry = discovery::discover(&self.config);
+    }
+}
+
+/// Whether the session goes on after a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+/// What a command left: the text to print, or leave. (The assistant
+/// prints as a command goes, through `execute`; tests read it whole.)
+#[cfg(test)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Text(String),
+    Quit,
+}
+
+/// What a command does: given its arguments (the text after its name) and
+/// the state, it prints through the callback and says whether to go on.
+pub type Action = fn(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow;
+
+/// One command: its name, its usage, one line of help, what it does.
+pub struct Command {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub help: &'static str,
+    pub run: Action,
+}
+
+/// Every command, in the order `/help` lists them.
+pub static COMMANDS: &[Command] = &[
+    Command {
+        name: "tool",
+        usage: "/tool [NAME]",
+        help: "List tools, or show one tool's schema",
+        run: tool,
+    },
+    Command {
+        name: "refresh",
+        usage: "/refresh",
+        help: "Reload the tools from disk",
+        run: refresh,
+    },
+    Command {
+        name: "help",
+        usage: "/help",
+        help: "Show the commands",
+        run: help,
+    },
+    Command {
+        name: "quit",
+        usage: "/quit",
+        help: "Leave",
+        run: |_, _, _| Flow::Quit,
+    },
+];
+
+/// Runs one input line that starts with `/`, printing as it goes (each call
+/// of `print` is one or more whole lines, without the final newline).
+pub fn execute(line: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
+    let line = line.trim();
+    let body = line.strip_prefix('/').unwrap_or(line);
+    let (name, args) = match body.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (body, ""),
+    };
+    match COMMANDS.iter().find(|c| c.name == name) {
+        Some(command) => (command.run)(args, state, print),
+        None => {
+            print(&format!(
+                "Unknown command: '/{name}'. Use /help to see the commands."
+            ));
+            Flow::Continue
+        }
+    }
+}
+
+/// Runs one command line and returns all it printed, or `Reply::Quit`.
+#[cfg(test)]
+pub fn run(line: &str, state: &mut HostState) -> Reply {
+    let mut text = Vec::new();
+    match execute(line, state, &mut |t| text.push(t.to_string())) {
+        Flow::Quit => Reply::Quit,
+        Flow::Continue => Reply::Text(text.join("\n")),
+    }
+}
+
+fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
+    if args.is_empty() {
+        print(&listing(&state.registry));
+    } else {
+        print(&match state.registry.lookup(args) {
+            Some(entry) => inspect(entry),
+            None => format!("Unknown tool: '{args}'. Use /tool to see available tools."),
+        });
+    }
+    Flow::Continue
+}
+
+fn refresh(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
+    print("Refreshing tools...");
+    state.refresh();
+    print(&format!(
+        "Tools refreshed. {} tools available.",
+        state.registry.len()
+    ));
+    Flow::Continue
+}
+
+fn help(_: &str, _: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
+    let width = COMMANDS.iter().map(|c| c.usage.len()).max().unwrap_or(0);
+    let mut text = String::from("Commands:");
+    for c in COMMANDS {
+        text += &format!("\n  {:width$}  {}", c.usage, c.help);
+    }
+    print(&text);
+    Flow::Continue
+}
+
+/// `/tool`: the tools, sorted, one a line, then the skipped files and why.
+pub fn listing(registry: &Registry) -> String {
+    let mut text = if registry.is_empty() {
+        "No tools available".to_string()
+    } else {
+        let width = registry
+            .entries()
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0);
+        let mut text = String::from("Available tools:");
+        for e in registry.entries() {
+            text += &format!("\n  {:width$}  {}", e.name, one_line(&e.description));
+        }
+        text
+    };
+    if !registry.skipped().is_empty() {
+        text += "\nSkipped:";
+        for s in registry.skipped() {
+            text += &format!("\n  {}: {}", s.path.display(), s.reason);
+        }
+    }
+    text
+}
+
+/// `/tool NAME`: where the tool is, what it takes, its whole schema.
+pub fn inspect(entry: &Entry) -> String {
+    let mut text = format!(
+        "Tool: {}\nPath: {}\nDescription: {}\nParameters:",
+        entry.name,
+        entry.path.display(),
+        entry.description
+    );
+    let params = entry.parameters();
+    let required: Vec<&str> = params["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match params["properties"].as_object() {
+        Some(props) if !props.is_empty() => {
+            for (name, schema) in props {
+                let need = if required.contains(&name.as_str()) {
+                    "required"
+                } else {
+                    "optional"
+                };
+                text += &format!("\n  {name} ({}, {need})", type_of(schema));
+                if let Some(d) = schema["description"].as_str() {
+                    text += &format!(": {}", one_line(d));
+                }
+            }
+        }
+        _ => text += "\n  (none)",
+    }
+    let pretty = serde_json::to_string_pretty(&entry.schema).unwrap_or_default();
+    text + "\nSchema:\n" + &pretty
+}
+
+/// `string`, `integer|null`, `array of string`, `any`.
+fn type_of(schema: &Value) -> String {
+    let base = match &schema["type"] {
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if schema.get("enum").is_some() => "enum".into(),
+        _ => "any".into(),
+    };
+    match schema["items"]["type"].as_str() {
+        Some(item) if base == "array" => format!("array of {item}"),
+        _ => base,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::registry::tests::entry;
+    use crate::host::registry::{Origin, Skipped};
+    use serde_json::json;
+
+    fn state(entries: Vec<Entry>, skipped: Vec<Skipped>) -> HostState {
+        let mut config = Config::resolve(Default::default(), &Default::default(), None);
+        config.system_dir = None;
+        config.user_dir = None;
+        HostState {
+            config,
+            registry: Registry::build(entries, skipped),
+        }
+    }
+
+    fn text(line: &str, state: &mut HostState) -> String {
+        match run(line, state) {
+            Reply::Text(t) => t,
+            Reply::Quit => panic!("quit"),
+        }
+    }
+
+    fn sample() -> HostState {
+        state(
+            vec![
+                entry(
+                    "file_read",
+                    "/s/file-read",
+                    Origin::System,
+                    json!({"type": "object", "properties": {
+                        "file_path": {"type": "string", "description": "Path to file"},
+                        "offset": {"type": "integer", "description": "Line\n number"},
+                        "tags": {"type": "array", "items": {"type": "string"}}
+                    }, "required": ["file_path"]}),
+                ),
+                entry(
+                    "bash",
+                    "/u/bash",
+                    Origin::User,
+                    json!({"type": "object", "properties": {}}),
+                ),
+            ],
+            vec![Skipped {
+                path: "/s/broken".into(),
+                reason: "--schema: printed nothing".into(),
+            }],
+        )
+    }
+
+    #[test]
+    fn tool_lists_sorted_with_a_column_and_the_skipped() {
+        assert_eq!(
+            text("/tool", &mut sample()),
+            "Available tools:\n  bash       bash does things\n  file_read  file_read does things\n\
+             Skipped:\n  /s/broken: --schema: printed nothing"
+        );
+        assert_eq!(
+            text("/tool", &mut state(vec![], vec![])),
+            "No tools available"
+        );
+    }
+
+    #[test]
+    fn tool_name_shows_path_parameters_and_schema() {
+        let mut s = sample();
+        let shown = text("/tool file_read", &mut s);
+        let expected = format!(
+            "Tool: file_read\nPath: /s/file-read\nDescription: file_read does things\nParameters:\n  \
+             file_path (string, required): Path to file\n  offset (integer, optional): Line number\n  \
+             tags (array of string, optional)\nSchema:\n{}",
+            serde_json::to_string_pretty(&s.registry.lookup("file_read").unwrap().schema).unwrap()
+        );
+        assert_eq!(shown, expected);
+        assert!(text("/tool bash", &mut s).contains("Parameters:\n  (none)\nSchema:\n{"));
+        assert_eq!(
+            text("/tool nope", &mut s),
+            "Unknown tool: 'nope'. Use /tool to see available tools."
+        );
+    }
+
+    #[test]
+    fn refresh_help_quit_unknown() {
+        let mut s = sample();
+        let mut printed = Vec::new();
+        let flow = execute("/refresh", &mut s, &mut |t| printed.push(t.to_string()));
+        assert_eq!(flow, Flow::Continue);
+        assert_eq!(
+            printed,
+            ["Refreshing tools...", "Tools refreshed. 0 tools available."]
+        );
+        assert_eq!(
+            text("/help", &mut s),
+            "Commands:\n  /tool [NAME]  List tools, or show one tool's schema\n  \
+             /refresh      Reload the tools from disk\n  /help         Show the commands\n  \
+             /quit         Leave"
+        );
+        assert_eq!(run("/quit", &mut s), Reply::Quit);
+        assert_eq!(run("  /quit  ", &mut s), Reply::Quit);
+        assert_eq!(
+            text("/frob x", &mut s),
+            "Unknown command: '/frob'. Use /help to see the commands."
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! Discovery (host-architecture.md, "Tool Discovery Engine"; spec README,
+//! decisions 2, 11 and 18): every executable file (or link to one) at the top
+//! of the system and the user directory is run with `--schema`, all at once,
+//! under one deadline (1 s). A tool that answers unusably but in time is
+//! asked again with `--describe` (shellclaw protocol) and remembered as such;
+//! one that hangs is killed, group and all, and skipped without a second try,
+//! so a directory of broken tools costs at most the deadline. Every file that
+//! does not become a tool is kept with the reason.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::child::{self, Finished, Proc};
+use super::config::{format_secs, Config};
+use super::registry::{Entry, Origin, Protocol, Registry, Skipped};
+use super::schema;
+
+/// A schema is small: more than this on stdout is not a schema.
+const SCHEMA_CAP: usize = 1 << 20;
+/// Enough stderr to quote why a tool failed.
+const STDERR_CAP: usize = 4096;
+/// The longest quote of a tool's own words in a reason.
+const QUOTE: usize = 160;
+
+/// Scans the configured directories and returns the registry. Blocking (at
+/// most about the discovery deadline); safe to call from any thread.
+pub fn discover(config: &Config) -> Registry {
+    let mut candidates = Vec::new();
+    let mut skipped = Vec::new();
+    for (dir, origin) in directories(config) {
+        scan(&dir, origin, &mut candidates, &mut skipped);
+    }
+    let found = probe_all(candidates, config, &mut skipped);
+    Registry::build(found, skipped)
+}
+
+/// The directories to scan, system first; one directory named twice is
+/// scanned once.
+fn directories(config: &Config) -> Vec<(PathBuf, Origin)> {
+    let mut dirs: Vec<(PathBuf, Origin)> = Vec::new();
+    let named = [
+        (config.system_dir.as_ref(), Origin::System),
+        (config.user_dir.as_ref(), Origin::User),
+    ];
+    for (dir, origin) in named {
+        let Some(dir) = dir else { continue };
+        let same = |d: &PathBuf| match (d.canonicalize(), dir.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => d == dir,
+        };
+        if !dirs.iter().any(|(d, _)| same(d)) {
+            dirs.push((dir.clone(), origin));
+        }
+    }
+    dirs
+}
+
+struct Candidate {
+    path: PathBuf,
+    origin: Origin,
+}
+
+/// Lists the candidates of one directory, by file name. Dotfiles and
+/// directories are passed over in silence; broken links and files that
+/// cannot run are skipped with the reason, since they are most likely
+/// tools someone forgot to finish.
+fn scan(dir: &Path, origin: Origin, out: &mut Vec<Candidate>, skipped: &mut Vec<Skipped>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                reason: format!("cannot read the tools directory: {e}"),
+            });
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    for path in paths {
+        let reason = match std::fs::metadata(&path) {
+            Err(e) if path.is_symlink() && e.kind() == std::io::ErrorKind::NotFound => {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                format!("broken symbolic link (to {})", target.display())
+            }
+            Err(e) => format!("cannot read: {e}"),
+            Ok(m) if m.is_dir() => continue,
+            Ok(m) if !m.is_file() => "not a regular file".to_string(),
+            Ok(m) if m.permissions().mode() & 0o111 == 0 => {
+                "not executable (chmod +x it to make it a tool)".to_string()
+            }
+            Ok(_) => {
+                out.push(Candidate { path, origin });
+                continue;
+            }
+        };
+        skipped.push(Skipped { path, reason });
+    }
+}
+
+/// Why a probe was killed.
+#[derive(Clone, Copy, PartialEq)]
+enum Killed {
+    Deadline,
+    TooBig,
+}
+
+struct Probe {
+    candidate: Candidate,
+    protocol: Protocol,
+    proc: Option<Proc>,
+    killed: Option<Killed>,
+    /// Why `--schema` failed, once `--describe` is being tried.
+    first_failure: Option<String>,
+    outcome: Option<Result<Value, String>>,
+}
+
+impl Probe {
+    fn start(candidate: Candidate, protocol: Protocol) -> Probe {
+        let mut probe = Probe {
+            candidate,
+            protocol,
+            proc: None,
+            killed: None,
+            first_failure: None,
+            outcome: None,
+        };
+        probe.spawn(protocol);
+        probe
+    }
+
+    fn spawn(&mut self, protocol: Protocol) {
+        self.protocol = protocol;
+        self.killed = None;
+        let flag = OsStr::new(protocol.schema_flag());
+        match Proc::spawn(&self.candidate.path, &[flag], None, SCHEMA_CAP, STDERR_CAP) {
+            Ok(proc) => self.proc = Some(proc),
+            Err(e) => self.outcome = Some(Err(format!("cannot run: {e}"))),
+        }
+    }
+
+    /// Looks at a settled process: a schema, a second try, or the reason.
+    fn conclude(&mut self, finished: Finished, config: &Config) {
+        let flag = self.protocol.schema_flag();
+        let answer = judge(&finished, self.killed, config);
+        match answer {
+            Ok(schema) => self.outcome = Some(Ok(schema)),
+            Err(why)
+                if self.protocol == Protocol::Ikigai && self.killed != Some(Killed::Deadline) =>
+            {
+                self.first_failure = Some(why);
+                self.spawn(Protocol::Shellclaw);
+            }
+            Err(why) => {
+                let reason = match self.first_failure.take() {
+                    Some(first) if first == why => format!("--schema and {flag}: {why}"),
+                    Some(first) => format!("--schema: {first}; {flag}: {why}"),
+                    None => format!("{flag}: {why}"),
+                };
+                self.outcome = Some(Err(reason));
+            }
+        }
+    }
+}
+
+/// Runs every candidate's schema flag in parallel under the deadline.
+fn probe_all(
+    candidates: Vec<Candidate>,
+    config: &Config,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Entry> {
+    let deadline = Instant::now() + config.discovery_deadline;
+    let mut probes: Vec<Probe> = candidates
+        .into_iter()
+        .map(|c| Probe::start(c, Protocol::Ikigai))
+        .collect();
+    loop {
+        let now = Instant::now();
+        for probe in probes.iter_mut() {
+            let settled = probe.proc.as_ref().is_some_and(|p| p.settled(now));
+            if settled {
+                let finished = probe.proc.take().map(Proc::finish);
+                if let Some(finished) = finished {
+                    probe.conclude(finished, config);
+                }
+            }
+        }
+        let mut running: Vec<&mut Proc> = Vec::new();
+        for probe in probes.iter_mut() {
+            let Some(proc) = probe.proc.as_mut() else {
+                continue;
+            };
+            if !proc.killed() && !proc.exited() {
+                if now >= deadline {
+                    proc.kill();
+                    probe.killed = Some(Killed::Deadline);
+                } else if proc.out.truncated() {
+                    proc.kill();
+                    probe.killed = Some(Killed::TooBig);
+                }
+            }
+            running.push(proc);
+        }
+        if running.is_empty() {
+            break;
+        }
+        // Past the deadline, the killed processes' own drain times wake us.
+        let until = if now < deadline {
+            deadline
+        } else {
+            now + config.discovery_deadline
+        };
+        child::step(&mut running, until);
+    }
+    let mut found = Vec::new();
+    for probe in probes {
+        match probe.outcome {
+            Some(Ok(schema)) => found.push(Entry {
+                name: schema["name"].as_str().unwrap_or_default().to_string(),
+                description: schema["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                path: probe.candidate.path,
+                protocol: probe.protocol,
+                origin: probe.candidate.origin,
+                schema,
+            }),
+            Some(Err(reason)) => skipped.push(Skipped {
+                path: probe.candidate.path,
+                reason,
+            }),
+            None => skipped.push(Skipped {
+                path: probe.candidate.path,
+                reason: "discovery ended before the tool answered".into(),
+            }),
+        }
+    }
+    found
+}
+
+/// What one `--schema`/`--describe` run amounts to.
+fn judge(finished: &Finished, killed: Option<Killed>, config: &Config) -> Result<Value, String> {
+    match killed {
+        Some(Killed::Deadline) => {
+            return Err(format!(
+                "no answer within {} (killed)",
+                format_secs(config.discovery_deadline)
+            ))
+        }
+        Some(Killed::TooBig) => {
+            return Err(format!("printed more than {SCHEMA_CAP} bytes (killed)"));
+        }
+        None => {}
+    }
+    let Some(status) = finished.status else {
+        return Err("could not be waited for".into());
+    };
+    let stderr = first_line(&finished.err.text());
+    let said = if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(" ({stderr})")
+    };
+    if let Some(code) = status.code().filter(|c| *c != 0) {
+        return Err(format!("exited with code {code}{said}"));
+    }
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return Err(format!(
+            "crashed with exit code {} (signal {signal}){said}",
+            128 + signal
+        ));
+    }
+    let text = finished.out.text();
+    if text.trim().is_empty() {
+        return Err(format!("printed nothing{said}"));
+    }
+    let answer: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("printed no JSON ({e}): {}", quote(text.trim())))?;
+    schema::normalise(&answer)
+}
+
+fn first_line(text: &str) -> String {
+    quote(
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or(""),
+    )
+}
+
+/// At most QUOTE characters of a tool's own words.
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_short() {
+        assert_eq!(quote("abc"), "abc");
+        let long = "é".repeat(200);
+        assert_eq!(quote(&long).chars().count(), QUOTE + 3);
+        assert_eq!(first_line("\n  \n  oops: bad\nmore"), "oops: bad");
+    }
+
+    #[test]
+    fn one_directory_named_twice_is_scanned_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::resolve(Default::default(), &Default::default(), None);
+        config.system_dir = Some(dir.path().to_path_buf());
+        config.user_dir = Some(dir.path().join("."));
+        assert_eq!(
+            directories(&config),
+            [(dir.path().to_path_buf(), Origin::System)]
+        );
+        config.user_dir = Some(dir.path().join("sub"));
+        assert_eq!(directories(&config).len(), 2);
+    }
+}

@@ -1,0 +1,380 @@
+//! The envelope the model sees for one tool call (local-tools.md, "Response
+//! Envelope Wrapping" and "Error Codes"; host-architecture.md, "Tool Result
+//! Format"; spec README, decisions 8, 9 and 19). Pure: from how the process
+//! ended and what it printed, to
+//!
+//! - `{"tool_success": true, "result": <the tool's JSON object>}`, or
+//! - `{"tool_success": false, "error", "error_code", "exit_code", "stdout",
+//!   "stderr"}`, plus `"truncated"` with exact byte counts when the host cut
+//!   an output at its cap.
+//!
+//! `config_required` lines on stderr are events for the person: they are
+//! taken out of the stderr the model sees and returned apart.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::child::Capture;
+use super::config::format_secs;
+use super::registry::Protocol;
+use crate::args::type_name as kind;
+use crate::error::ErrorCode;
+
+/// How a tool process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Exited by itself with this status code.
+    Code(i32),
+    /// Killed by this signal (not by the host).
+    Signal(i32),
+    /// Killed by the host at its deadline.
+    TimedOut(Duration),
+    /// Killed by the host because the person interrupted it.
+    Interrupted(Duration),
+}
+
+/// A failure envelope, every field present (`exit_code` null when there is
+/// no status to report).
+pub fn failure(
+    error: &str,
+    code: &str,
+    exit_code: Option<i32>,
+    stdout: &str,
+    stderr: &str,
+) -> Value {
+    json!({
+        "tool_success": false,
+        "error": error,
+        "error_code": code,
+        "exit_code": exit_code,
+        "stdout": stdout,
+        "stderr": stderr,
+    })
+}
+
+/// A host-side failure before any process ran.
+pub fn refused(error: &str, code: ErrorCode) -> Value {
+    failure(error, code.as_str(), None, "", "")
+}
+
+/// Default-deny: the name is not in the registry.
+pub fn not_found(name: &str, known: &[&str]) -> Value {
+    let available = if known.is_empty() {
+        "no tools are available".to_string()
+    } else {
+        format!("available tools: {}", known.join(", "))
+    };
+    refused(
+        &format!("Tool '{name}' not found; {available}"),
+        ErrorCode::ToolNotFound,
+    )
+}
+
+/// The arguments are not a JSON object.
+pub fn invalid_params(name: &str, what: &str) -> Value {
+    refused(
+        &format!("Invalid arguments for tool '{name}': {what}"),
+        ErrorCode::InvalidParams,
+    )
+}
+
+/// Wraps a finished run; returns the envelope and the events found on stderr.
+pub fn wrap(
+    name: &str,
+    protocol: Protocol,
+    ending: Ending,
+    stdout: &Capture,
+    stderr: &Capture,
+) -> (Value, Vec<Value>) {
+    let (events, stderr_text) = split_events(&stderr.text());
+    let out_text = stdout.text();
+    let fail = |error: String, code: &str, exit: Option<i32>| {
+        let mut envelope = failure(&error, code, exit, &out_text, &stderr_text);
+        if let Some(truncated) = truncation(stdout, stderr) {
+            envelope["truncated"] = truncated;
+        }
+        envelope
+    };
+    let crashed = ErrorCode::ToolCrashed.as_str();
+    let envelope = match ending {
+        Ending::TimedOut(after) => fail(
+            format!("Tool '{name}' timed out after {}", format_secs(after)),
+            ErrorCode::ToolTimeout.as_str(),
+            None,
+        ),
+        Ending::Interrupted(after) => fail(
+            format!(
+                "Tool '{name}' was interrupted by the user after {}, before it finished",
+                format_secs(after)
+            ),
+            ErrorCode::ToolTimeout.as_str(),
+            None,
+        ),
+        Ending::Signal(signal) => fail(
+            format!("Tool '{name}' crashed with exit code {}", 128 + signal),
+            crashed,
+            Some(128 + signal),
+        ),
+        Ending::Code(code) if code != 0 => match own_error(stdout) {
+            // Decision 8: the tool explained itself; the model reads that.
+            Some((error, error_code)) => fail(error, &error_code, Some(code)),
+            None => fail(
+                format!("Tool '{name}' exited with code {code}"),
+                crashed,
+                Some(code),
+            ),
+        },
+        Ending::Code(_) => match result(name, protocol, stdout) {
+            Ok(result) => json!({"tool_success": true, "result": result}),
+            Err(why) => fail(why, ErrorCode::InvalidOutput.as_str(), Some(0)),
+        },
+    };
+    (envelope, events)
+}
+
+/// The result of a clean exit: for the ikigai protocol a JSON object; a
+/// shellclaw tool may also answer other JSON or plain text
+/// (shellclaw-interface.md, "Output"), which becomes the result as is.
+fn result(name: &str, protocol: Protocol, stdout: &Capture) -> Result<Value, String> {
+    let Some(bytes) = stdout.complete() else {
+        return Err(format!(
+            "Tool '{name}' printed {} bytes on stdout, more than the {}-byte output cap; \
+             the output was cut and cannot be read as a result",
+            stdout.total(),
+            stdout.cap()
+        ));
+    };
+    let parsed = serde_json::from_slice::<Value>(&bytes);
+    match (protocol, parsed) {
+        (_, Ok(Value::Object(map))) => Ok(Value::Object(map)),
+        (Protocol::Shellclaw, Ok(other)) => Ok(other),
+        (Protocol::Shellclaw, Err(_)) => {
+            let text = String::from_utf8_lossy(&bytes);
+            Ok(Value::String(
+                text.strip_suffix('\n').unwrap_or(&text).to_string(),
+            ))
+        }
+        (Protocol::Ikigai, _) if bytes.iter().all(u8::is_ascii_whitespace) => Err(format!(
+            "Tool '{name}' printed nothing on stdout; expected a JSON object"
+        )),
+        (Protocol::Ikigai, Ok(other)) => Err(format!(
+            "Tool '{name}' returned {}, not a JSON object",
+            kind(&other)
+        )),
+        (Protocol::Ikigai, Err(e)) => Err(format!("Tool '{name}' returned invalid JSON: {e}")),
+    }
+}
+
+/// A failing tool's own `{"error", "error_code"}` on stdout (decision 8).
+fn own_error(stdout: &Capture) -> Option<(String, String)> {
+    let bytes = stdout.complete()?;
+    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(&bytes) else {
+        return None;
+    };
+    let error = match obj.get("error")? {
+        Value::String(s) => s.clone(),
+        Value::Null => return None,
+        other => other.to_string(),
+    };
+    let code = match obj.get("error_code") {
+        Some(Value::String(c)) if !c.is_empty() => c.clone(),
+        _ => ErrorCode::ToolCrashed.as_str().to_string(),
+    };
+    Some((error, code))
+}
+
+/// `{"stdout": {"total_bytes", "omitted_bytes"}, ...}` for each cut stream.
+fn truncation(stdout: &Capture, stderr: &Capture) -> Option<Value> {
+    let mut cut = Map::new();
+    for (key, capture) in [("stdout", stdout), ("stderr", stderr)] {
+        if capture.truncated() {
+            cut.insert(
+                key.into(),
+                json!({"total_bytes": capture.total(), "omitted_bytes": capture.omitted()}),
+            );
+        }
+    }
+    (!cut.is_empty()).then_some(Value::Object(cut))
+}
+
+/// Splits stderr into the `config_required` events (one JSON object a line)
+/// and the rest, which the model may see.
+pub fn split_events(stderr: &str) -> (Vec<Value>, String) {
+    let mut events = Vec::new();
+    let mut rest = String::new();
+    for line in stderr.split_inclusive('\n') {
+        match serde_json::from_str::<Value>(line.trim()) {
+            Ok(event) if event["kind"] == "config_required" => events.push(event),
+            _ => rest.push_str(line),
+        }
+    }
+    (events, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cap(text: &str) -> Capture {
+        let mut c = Capture::new(1 << 20);
+        c.push(text.as_bytes());
+        c
+    }
+
+    fn wrap_text(protocol: Protocol, ending: Ending, out: &str, err: &str) -> Value {
+        wrap("t", protocol, ending, &cap(out), &cap(err)).0
+    }
+
+    #[test]
+    fn success_wraps_the_object() {
+        let e = wrap_text(
+            Protocol::Ikigai,
+            Ending::Code(0),
+            "{\"b\":1,\"a\":2}\n",
+            "noise",
+        );
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"tool_success":true,"result":{"b":1,"a":2}}"#
+        );
+    }
+
+    #[test]
+    fn invalid_output_says_what_was_wrong() {
+        for (out, why) in [
+            (
+                "",
+                "Tool 't' printed nothing on stdout; expected a JSON object",
+            ),
+            ("[1]", "Tool 't' returned an array, not a JSON object"),
+            ("\"s\"", "Tool 't' returned a string, not a JSON object"),
+            (
+                "hello",
+                "Tool 't' returned invalid JSON: expected value at line 1 column 1",
+            ),
+        ] {
+            let e = wrap_text(Protocol::Ikigai, Ending::Code(0), out, "err");
+            assert_eq!(
+                e,
+                json!({"tool_success": false, "error": why, "error_code": "INVALID_OUTPUT",
+                       "exit_code": 0, "stdout": out, "stderr": "err"})
+            );
+        }
+    }
+
+    #[test]
+    fn shellclaw_text_and_json_are_results() {
+        let e = wrap_text(Protocol::Shellclaw, Ending::Code(0), "15C sunny\n", "");
+        assert_eq!(e, json!({"tool_success": true, "result": "15C sunny"}));
+        let e = wrap_text(Protocol::Shellclaw, Ending::Code(0), "[1,2]", "");
+        assert_eq!(e, json!({"tool_success": true, "result": [1, 2]}));
+    }
+
+    #[test]
+    fn crash_timeout_interrupt() {
+        let e = wrap_text(Protocol::Ikigai, Ending::Signal(11), "partial", "segfault");
+        assert_eq!(
+            e,
+            json!({"tool_success": false, "error": "Tool 't' crashed with exit code 139",
+                   "error_code": "TOOL_CRASHED", "exit_code": 139, "stdout": "partial", "stderr": "segfault"})
+        );
+        let e = wrap_text(Protocol::Ikigai, Ending::Code(3), "junk", "");
+        assert_eq!(e["error"], "Tool 't' exited with code 3");
+        assert_eq!(
+            (&e["error_code"], &e["exit_code"]),
+            (&json!("TOOL_CRASHED"), &json!(3))
+        );
+        let e = wrap_text(
+            Protocol::Ikigai,
+            Ending::TimedOut(Duration::from_secs(30)),
+            "p",
+            "",
+        );
+        assert_eq!(e["error"], "Tool 't' timed out after 30s");
+        assert_eq!(
+            (&e["error_code"], &e["exit_code"]),
+            (&json!("TOOL_TIMEOUT"), &Value::Null)
+        );
+        let e = wrap_text(
+            Protocol::Ikigai,
+            Ending::Interrupted(Duration::from_millis(1500)),
+            "",
+            "",
+        );
+        assert_eq!(
+            e["error"],
+            "Tool 't' was interrupted by the user after 1.5s, before it finished"
+        );
+        assert_eq!(e["exit_code"], Value::Null);
+    }
+
+    #[test]
+    fn nonzero_exit_with_json_error_keeps_the_tools_words() {
+        let out = r#"{"success":false,"error":"Rate limited","error_code":"RATE_LIMIT"}"#;
+        let e = wrap_text(Protocol::Ikigai, Ending::Code(1), out, "");
+        assert_eq!(
+            e,
+            json!({"tool_success": false, "error": "Rate limited", "error_code": "RATE_LIMIT",
+                   "exit_code": 1, "stdout": out, "stderr": ""})
+        );
+        let e = wrap_text(Protocol::Ikigai, Ending::Code(2), r#"{"error":"bad"}"#, "");
+        assert_eq!(
+            (&e["error"], &e["error_code"]),
+            (&json!("bad"), &json!("TOOL_CRASHED"))
+        );
+    }
+
+    #[test]
+    fn events_are_taken_out_of_stderr() {
+        let event = r#"{"kind":"config_required","content":"Add a key"}"#;
+        let err = format!("warning\n{event}\n{{\"kind\":\"other\"}}\ntail");
+        let (envelope, events) = wrap(
+            "t",
+            Protocol::Ikigai,
+            Ending::Code(1),
+            &cap(r#"{"error":"no key","error_code":"AUTH_MISSING"}"#),
+            &cap(&err),
+        );
+        assert_eq!(events, [serde_json::from_str::<Value>(event).unwrap()]);
+        assert_eq!(envelope["stderr"], "warning\n{\"kind\":\"other\"}\ntail");
+    }
+
+    #[test]
+    fn truncation_is_stated_with_counts() {
+        let mut out = Capture::new(8);
+        out.push(&[b'x'; 100]);
+        let (e, _) = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""));
+        assert_eq!(e["error_code"], "INVALID_OUTPUT");
+        assert_eq!(
+            e["error"],
+            "Tool 't' printed 100 bytes on stdout, more than the 8-byte output cap; \
+             the output was cut and cannot be read as a result"
+        );
+        assert_eq!(
+            e["truncated"],
+            json!({"stdout": {"total_bytes": 100, "omitted_bytes": 92}})
+        );
+        assert!(e["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("[... 92 of 100 bytes omitted"));
+    }
+
+    #[test]
+    fn host_refusals() {
+        assert_eq!(
+            not_found("x", &["a", "b"]),
+            json!({"tool_success": false, "error": "Tool 'x' not found; available tools: a, b",
+                   "error_code": "TOOL_NOT_FOUND", "exit_code": null, "stdout": "", "stderr": ""})
+        );
+        assert_eq!(
+            not_found("x", &[])["error"],
+            "Tool 'x' not found; no tools are available"
+        );
+        assert_eq!(
+            invalid_params("x", "expected a JSON object, got an array")["error_code"],
+            "INVALID_PARAMS"
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! The tools array in each model provider's own format (design.md, "Provider
+//! formats"; spec README, decision 21): one pure module per format, built
+//! from the registry's normalised schemas. Each must be accepted by that
+//! provider as it documents its API today:
+//!
+//! - OpenAI Chat Completions and Responses: strict mode when the schema can
+//!   be made strict (`strict.rs`), `"strict": false` otherwise;
+//! - Anthropic Messages: the JSON Schema as `input_schema`;
+//! - Google Gemini: the OpenAPI 3.0 subset it accepts, at every depth.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use super::registry::Registry;
+
+pub mod anthropic;
+pub mod google;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod strict;
+
+/// The wire formats the host speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+    Google,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 4] = [
+        ProviderKind::OpenAiChat,
+        ProviderKind::OpenAiResponses,
+        ProviderKind::Anthropic,
+        ProviderKind::Google,
+    ];
+
+    /// The name on the command line: `openai`, `openai-responses`,
+    /// `anthropic`, `google`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiChat => "openai",
+            ProviderKind::OpenAiResponses => "openai-responses",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Google => "google",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProviderKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        ProviderKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!("unknown provider '{s}' (providers: {})", names.join(", "))
+            })
+    }
+}
+
+/// The value of the request's `tools` field for `kind`, every registered
+/// tool in name order. An empty registry gives `[]`: leave `tools` out of
+/// the request then.
+pub fn tools_array(kind: ProviderKind, registry: &Registry) -> Value {
+    let schemas = registry.entries().iter().map(|e| &e.schema);
+    match kind {
+        ProviderKind::OpenAiChat => Value::Array(schemas.map(openai_chat::tool).collect()),
+        ProviderKind::OpenAiResponses => {
+            Value::Array(schemas.map(openai_responses::tool).collect())
+        }
+        ProviderKind::Anthropic => Value::Array(schemas.map(anthropic::tool).collect()),
+        ProviderKind::Google => google::tools(schemas),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for kind in ProviderKind::ALL {
+            assert_eq!(kind.as_str().parse::<ProviderKind>(), Ok(kind));
+        }
+        assert_eq!(
+            "gpt".parse::<ProviderKind>().unwrap_err(),
+            "unknown provider 'gpt' (providers: openai, openai-responses, anthropic, google)"
+        );
+    }
+
+    #[test]
+    fn empty_registry_gives_empty_arrays() {
+        for kind in ProviderKind::ALL {
+            assert_eq!(
+                tools_array(kind, &Registry::default()),
+                serde_json::json!([])
+            );
+        }
+    }
+}
