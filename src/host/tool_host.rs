@@ -30,8 +30,12 @@ pub struct Tools {
 impl Tools {
     /// Starts discovery in the background and returns at once.
     pub fn start(config: Config) -> Tools {
+        Tools::start_with(config, HostState::discover)
+    }
+
+    fn start_with(config: Config, discover: fn(Config) -> HostState) -> Tools {
         let for_thread = config.clone();
-        let handle = std::thread::spawn(move || HostState::discover(for_thread));
+        let handle = std::thread::spawn(move || discover(for_thread));
         Tools {
             pending: Mutex::new(Some(handle)),
             state: RwLock::new(None),
@@ -97,5 +101,58 @@ impl Commands for &Tools {
         let state = guard.as_mut().expect("settled state");
         let flow = commands::execute(line, state, &mut |text| say(&format!("{text}\n")));
         flow == Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::registry::tests::entry;
+    use crate::host::registry::Origin;
+    use crate::tool::Env;
+    use serde_json::json;
+    use std::sync::atomic::Ordering;
+
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+
+    /// A discovery that finds `echo` only once the test lets it finish.
+    fn held_back(config: Config) -> HostState {
+        while !RELEASE.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let echo = entry(
+            "echo",
+            "/bin/echo-tool",
+            Origin::User,
+            json!({"type": "object", "properties": {}}),
+        );
+        HostState {
+            config,
+            registry: Registry::build(vec![echo], vec![]),
+        }
+    }
+
+    #[test]
+    fn startup_does_not_wait_but_the_first_message_does() {
+        let config = Config::resolve(
+            Default::default(),
+            &Env::from_pairs([("HOME", "/nonexistent")]),
+            None,
+        );
+        let tools = Tools::start_with(config, held_back);
+        // start returned while discovery is still held back.
+        assert!(!tools.ready());
+        std::thread::scope(|scope| {
+            let asking = scope.spawn(|| tools.tools_array(ToolFormat::Anthropic));
+            // Most likely the request is waiting by now; either way it must
+            // get the discovered tools, never an empty array.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            RELEASE.store(true, Ordering::SeqCst);
+            let array = asking.join().unwrap();
+            assert_eq!(array[0]["name"], "echo");
+        });
+        assert!(tools.ready());
+        let outcome = tools.call("nope", &json!({}), None);
+        assert_eq!(outcome.envelope["error_code"], "TOOL_NOT_FOUND");
     }
 }
