@@ -50,7 +50,9 @@ use registry::Registry;
 /// ikigai: the host of the ikigai tools. It discovers tools (executables
 /// that answer --schema or --describe) in the system and user tool
 /// directories, runs them as subprocesses and wraps their answers for a
-/// model. Options come before the command.
+/// model. With no command it is the assistant: a conversation with a model
+/// that calls those tools (-p for one message; lines on a non-terminal
+/// stdin are messages or /commands). Options come before the command.
 pub struct Ikigai {
     /// directory of system tools (default: $IKIGAI_LIBEXEC_DIR, else
     /// PREFIX/libexec/ikigai next to this program's bin directory)
