@@ -103,7 +103,7 @@ struct Spinner {
 }
 
 impl Spinner {
-    fn start(label: &str) -> Spinner {
+    fn start(label: &str, style: Style) -> Spinner {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let label = label.to_string();
@@ -112,11 +112,8 @@ impl Spinner {
             let mut i = 0;
             while !flag.load(Ordering::SeqCst) {
                 let mut err = std::io::stderr().lock();
-                let _ = write!(
-                    err,
-                    "\r\x1b[2K\x1b[2m{} {label}\x1b[0m",
-                    FRAMES[i % FRAMES.len()]
-                );
+                let frame = format!("{} {label}", FRAMES[i % FRAMES.len()]);
+                let _ = write!(err, "\r\x1b[2K{}", style.dim(&frame));
                 let _ = err.flush();
                 drop(err);
                 i += 1;
@@ -188,7 +185,7 @@ impl Ui for TermUi {
     fn waiting(&mut self, what: &str) {
         if self.spinner_allowed {
             self.quiet();
-            self.spinner = Some(Spinner::start(what));
+            self.spinner = Some(Spinner::start(what, self.err));
         }
     }
 
