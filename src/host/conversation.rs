@@ -19,6 +19,7 @@ use super::model::{
     stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
 };
 use super::session::{Entry, Session};
+use crate::error::ErrorCode;
 
 /// The built-in part of the system prompt.
 const BUILT_IN_PROMPT: &str = "You are ikigai, an assistant that works on the user's computer \
@@ -235,7 +236,7 @@ impl Conversation {
                         name: c.name.clone(),
                         envelope: not_run(
                             &format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
-                            "TOOL_ROUND_LIMIT",
+                            ErrorCode::ToolRoundLimit,
                         ),
                     })
                     .collect::<Vec<_>>();
@@ -329,7 +330,7 @@ impl Conversation {
                 envelope: outcome.map(|o| o.envelope).unwrap_or_else(|| {
                     not_run(
                         &format!("Tool '{}' produced no result", call.name),
-                        "TOOL_CRASHED",
+                        ErrorCode::ToolCrashed,
                     )
                 }),
             })
@@ -409,11 +410,11 @@ impl Conversation {
 }
 
 /// A failure envelope for a call the host never ran, in the host's shape.
-fn not_run(error: &str, code: &str) -> Value {
+fn not_run(error: &str, code: ErrorCode) -> Value {
     json!({
         "tool_success": false,
         "error": error,
-        "error_code": code,
+        "error_code": code.as_str(),
         "exit_code": null,
         "stdout": "",
         "stderr": "",
@@ -595,12 +596,12 @@ mod tests {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     ToolOutcome {
-                        envelope: not_run("killed", "TOOL_CANCELLED"),
+                        envelope: not_run("killed", ErrorCode::ToolTimeout),
                         events: vec![],
                     }
                 }
                 _ => ToolOutcome {
-                    envelope: not_run(&format!("Tool '{name}' not found"), "TOOL_NOT_FOUND"),
+                    envelope: not_run(&format!("Tool '{name}' not found"), ErrorCode::ToolNotFound),
                     events: vec![],
                 },
             }
@@ -795,7 +796,7 @@ mod tests {
             panic!()
         };
         assert_eq!(results.len(), 2);
-        assert_eq!(results[0].envelope["error_code"], "TOOL_CANCELLED");
+        assert_eq!(results[0].envelope["error"], "killed");
         assert_eq!(model.seen.lock().unwrap().len(), 1);
     }
 

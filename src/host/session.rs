@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::model::{Message, ToolCall, ToolResult};
+use crate::error::ErrorCode;
 use crate::tool::Env;
 
 /// One line of a session file.
@@ -209,7 +210,7 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                         envelope: json!({
                             "tool_success": false,
                             "error": format!("Tool '{}' has no recorded result: the session ended while it ran", call.name),
-                            "error_code": "TOOL_CRASHED",
+                            "error_code": ErrorCode::ToolCrashed.as_str(),
                             "exit_code": null,
                             "stdout": "",
                             "stderr": "",
