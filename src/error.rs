@@ -41,6 +41,9 @@ pub enum ErrorCode {
     InvalidOutput,
     ToolNotFound,
     InvalidParams,
+    // The assistant (issue 5): a call the model asked for after the last
+    // tool round allowed for one message, answered without running it.
+    ToolRoundLimit,
 }
 
 impl ErrorCode {
@@ -75,6 +78,7 @@ impl ErrorCode {
             InvalidOutput => "INVALID_OUTPUT",
             ToolNotFound => "TOOL_NOT_FOUND",
             InvalidParams => "INVALID_PARAMS",
+            ToolRoundLimit => "TOOL_ROUND_LIMIT",
         }
     }
 }

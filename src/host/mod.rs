@@ -10,10 +10,13 @@
 //! - `ikigai tools [--json] [NAME]`: the registry, the skipped files, one tool;
 //! - `ikigai schema --provider P`: the tools array for provider P;
 //! - `ikigai call NAME [ARGS_JSON]`: one call, printing the envelope;
-//! - no command: lines on stdin; `/` lines are commands (`commands.rs`).
+//! - no command: the assistant (`assistant.rs`, issue 5): a conversation
+//!   with a model that calls the tools, at a prompt, on lines from a
+//!   non-terminal stdin, or once with `-p`; `/` lines are commands
+//!   (`commands.rs`).
 
 use std::ffi::OsString;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,21 +34,25 @@ pub mod provider;
 pub mod registry;
 pub mod schema;
 
-use commands::{HostState, Reply};
+mod assistant;
+mod conversation;
+mod keys;
+mod model;
+mod session;
+mod terminal;
+mod tool_host;
+
 use config::{parse_size, parse_timeout, Config, Overrides};
 use provider::ProviderKind;
 use registry::Registry;
-
-/// What `ikigai` says to a line that is not a command, until the
-/// conversation is built in.
-pub const NO_CONVERSATION: &str =
-    "The conversation with a model is not available in this build; commands: /tool, /refresh, /help, /quit";
 
 #[derive(FromArgs, Debug)]
 /// ikigai: the host of the ikigai tools. It discovers tools (executables
 /// that answer --schema or --describe) in the system and user tool
 /// directories, runs them as subprocesses and wraps their answers for a
-/// model. Options come before the command.
+/// model. With no command it is the assistant: a conversation with a model
+/// that calls those tools (-p for one message; lines on a non-terminal
+/// stdin are messages or /commands). Options come before the command.
 pub struct Ikigai {
     /// directory of system tools (default: $IKIGAI_LIBEXEC_DIR, else
     /// PREFIX/libexec/ikigai next to this program's bin directory)
@@ -66,6 +73,29 @@ pub struct Ikigai {
     /// drained and counted (default 1M; K, M, G suffixes allowed)
     #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
     pub max_output: Option<usize>,
+
+    /// the assistant's model provider: openai, anthropic, google or stub
+    /// (default: $IKIGAI_PROVIDER, else the first that has a key)
+    #[argh(option, arg_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// the assistant's model (default: $IKIGAI_MODEL, else the provider's)
+    #[argh(option, arg_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// send this one message, print the answer, and leave
+    #[argh(option, short = 'p', arg_name = "MESSAGE")]
+    pub prompt: Option<String>,
+
+    /// continue the latest session, or the session whose ID follows
+    /// (--resume ID)
+    #[argh(switch)]
+    pub resume: bool,
+
+    /// tool rounds allowed per message before the assistant stops and
+    /// asks (default 25)
+    #[argh(option, arg_name = "N")]
+    pub max_tool_rounds: Option<usize>,
 
     #[argh(subcommand)]
     pub command: Option<Subcommand>,
@@ -140,6 +170,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             }
         }
     }
+    // `--resume` takes an optional ID, which argh cannot say.
+    let (words, resume_id) = assistant::take_resume_id(words, &["tools", "schema", "call"]);
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let cli = match Ikigai::from_args(&["ikigai"], &words) {
         Ok(cli) => cli,
@@ -167,7 +199,20 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Subcommand::Call(cmd)) => call(&config, &cmd),
-        None => lines(config),
+        None => {
+            let options = assistant::Options {
+                provider: cli.provider,
+                model: cli.model,
+                prompt: cli.prompt,
+                resume: cli.resume.then_some(resume_id),
+                max_tool_rounds: cli
+                    .max_tool_rounds
+                    .unwrap_or(assistant::DEFAULT_MAX_TOOL_ROUNDS),
+            };
+            // Discovery runs in the background: the prompt appears at once.
+            let tools = tool_host::Tools::start(config);
+            assistant::run(options, &tools, &mut &tools)
+        }
     }
 }
 
@@ -283,38 +328,6 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// No command: discover, then take stdin a line at a time.
-fn lines(config: Config) -> ExitCode {
-    let mut state = HostState::discover(config);
-    let mut input = io::stdin().lock();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("ikigai: cannot read stdin: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        if !text.starts_with('/') {
-            say(NO_CONVERSATION);
-            continue;
-        }
-        match commands::run(text, &mut state) {
-            Reply::Text(out) => say(&out),
-            Reply::Quit => break,
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn pretty(value: &serde_json::Value) -> String {

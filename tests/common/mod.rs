@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+pub mod model_server;
+
 use serde_json::Value;
 
 /// The binary cargo built for this test run.
@@ -125,6 +127,29 @@ impl Run {
             // A tool may answer without reading all its input.
             let _ = pipe.write_all(&input);
         }
+        let out = child.wait_with_output().expect("wait for the binary");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs, and sends SIGINT (as Ctrl-C at a terminal would) once `when`
+    /// says so, checked every 20 ms for at most 30 s.
+    pub fn output_interrupting(mut self, when: impl Fn() -> bool) -> Output {
+        self.cmd.stdin(Stdio::piped());
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn the binary");
+        let mut pipe = child.stdin.take().expect("stdin pipe");
+        let _ = pipe.write_all(&self.stdin.take().unwrap_or_default());
+        drop(pipe);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !when() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let out = child.wait_with_output().expect("wait for the binary");
         Output {
             code: out.status.code().unwrap_or(-1),

@@ -19,14 +19,19 @@ fn two_tools() -> Dirs {
     d
 }
 
-const NOTE: &str = "The conversation with a model is not available in this build; commands: /tool, /refresh, /help, /quit";
-
 #[test]
 fn slash_commands_on_stdin() {
     let d = two_tools();
     let input = "/tool\n\n/tool claw\n/tool nope\nhello there\n/help\n/bogus\n/quit\n/tool\n";
     let out = d.ikigai().stdin(input).output();
-    assert_eq!(out.code, 0);
+    // With no model configured, the message is answered on stderr with how
+    // to set a key, and the exit code says a message went unanswered.
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("No model is configured"),
+        "{}",
+        out.stderr
+    );
     let junk = d.user.join("junk");
     let claw = d.user.join("claw");
     let expected = format!(
@@ -35,7 +40,6 @@ fn slash_commands_on_stdin() {
          Tool: claw\nPath: {claw}\nDescription: Shellclaw fixture claw\nParameters:\n  location (string, required): City\n\
          Schema:\n{schema}\n\
          Unknown tool: 'nope'. Use /tool to see available tools.\n\
-         {NOTE}\n\
          Commands:\n  /tool [NAME]  List tools, or show one tool's schema\n  /refresh      Reload the tools from disk\n  \
          /help         Show the commands\n  /quit         Leave\n\
          Unknown command: '/bogus'. Use /help to see the commands.\n",

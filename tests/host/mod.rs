@@ -63,7 +63,20 @@ impl Dirs {
 
     /// `ikigai` over these directories, with `options` before the command.
     pub fn ikigai(&self) -> Run {
-        run("ikigai")
+        // No model and no inherited HOME: a message line is answered with
+        // how to set a key, and nothing is written outside the temp dir.
+        let mut r = run("ikigai");
+        for var in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "IKIGAI_PROVIDER",
+        ] {
+            r = r.env_remove(var);
+        }
+        r.env("HOME", self.tmp.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
             .arg("--libexec-dir")
             .arg(&self.sys)
             .arg("--tools-dir")

@@ -1,0 +1,185 @@
+//! `ikigai` without a subcommand: the assistant (issue 5). Chooses the
+//! model, builds the system prompt, opens or resumes the session log, and
+//! runs the conversation the way it was asked for: `-p MESSAGE` once,
+//! lines from a non-terminal stdin one by one, or the interactive prompt.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
+use super::keys;
+use super::session::{sessions_dir, Session};
+use super::terminal::{self, Commands, Style};
+use crate::tool::Env;
+
+/// The default of `--max-tool-rounds`.
+pub const DEFAULT_MAX_TOOL_ROUNDS: usize = 25;
+
+/// The assistant's options, from the command line.
+#[derive(Debug, Default, PartialEq)]
+pub struct Options {
+    /// `--provider`: openai, anthropic, google or stub.
+    pub provider: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `-p MESSAGE`: one message to completion.
+    pub prompt: Option<String>,
+    /// `--resume` (Some(None): the latest session) or `--resume ID`.
+    pub resume: Option<Option<String>>,
+    pub max_tool_rounds: usize,
+}
+
+/// Takes the optional ID of `--resume [ID]` out of `args` (argh cannot say
+/// "optional value"), leaving the switch: the argument after `--resume` is
+/// its ID unless it is a flag or one of `subcommands`.
+pub fn take_resume_id(args: Vec<String>, subcommands: &[&str]) -> (Vec<String>, Option<String>) {
+    let mut rest = Vec::new();
+    let mut id = None;
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            rest.push(arg);
+            rest.extend(args.by_ref());
+            break;
+        }
+        let is_resume = arg == "--resume";
+        rest.push(arg);
+        if is_resume {
+            if let Some(next) =
+                args.next_if(|next| !next.starts_with('-') && !subcommands.contains(&next.as_str()))
+            {
+                id = Some(next);
+            }
+        }
+    }
+    (rest, id)
+}
+
+/// Runs the assistant; the exit code says whether its messages were answered.
+pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
+    let env = Env::from_process();
+    let style = Style::for_stream(std::io::stderr().is_terminal());
+    let choice = match keys::choose(options.provider.as_deref(), options.model.as_deref(), &env) {
+        Ok(choice) => choice,
+        Err(e) => {
+            eprintln!("ikigai: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for warning in &choice.warnings {
+        eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
+    }
+    let context_dir = env
+        .var("IKIGAI_CONTEXT_DIR")
+        .map(PathBuf::from)
+        .or_else(|| env.home().map(|h| h.join(".ikigai").join("context")));
+    let (system, warnings) = system_prompt(context_dir.as_deref());
+    for warning in &warnings {
+        eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
+    }
+
+    let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds);
+    match (sessions_dir(&env), &options.resume) {
+        (Some(dir), None) => conversation = conversation.with_new_session(dir),
+        (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {
+            Ok((session, history)) => {
+                eprintln!(
+                    "{}",
+                    style.dim(&format!(
+                        "Resumed session {} ({} messages).",
+                        session.id(),
+                        history.len()
+                    ))
+                );
+                conversation = conversation.with_history(history).with_session(session);
+            }
+            Err(e) => {
+                eprintln!("ikigai: {e:#}");
+                return ExitCode::from(1);
+            }
+        },
+        (None, None) => eprintln!(
+            "{}",
+            style.dim_yellow(
+                "warning: neither XDG_DATA_HOME nor HOME is set: this session is not logged"
+            )
+        ),
+        (None, Some(_)) => {
+            eprintln!("ikigai: cannot resume: neither XDG_DATA_HOME nor HOME is set");
+            return ExitCode::from(1);
+        }
+    }
+
+    terminal::install_interrupt_handler();
+    if let Some(message) = &options.prompt {
+        return match terminal::one_shot(message, &mut conversation, host) {
+            TurnEnd::Answered => ExitCode::SUCCESS,
+            TurnEnd::Cancelled => ExitCode::from(130),
+            _ => ExitCode::from(1),
+        };
+    }
+    if !std::io::stdin().is_terminal() {
+        return match terminal::lines(
+            &mut std::io::stdin().lock(),
+            &mut conversation,
+            host,
+            commands,
+        ) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("ikigai: reading stdin: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let who = match conversation.client() {
+        Some(c) => format!("{} {}", c.provider(), c.model()),
+        None => "no model configured (messages explain how to set a key)".into(),
+    };
+    let log = conversation
+        .session_id()
+        .map(|id| format!(" · session {id}"))
+        .unwrap_or_default();
+    eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
+    eprintln!(
+        "{}",
+        style.dim("Type a message; /help lists commands; Ctrl-D leaves.")
+    );
+    let history = sessions_dir(&env).and_then(|d| d.parent().map(|p| p.join("history")));
+    match terminal::interactive(&mut conversation, host, commands, history) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ikigai: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn resume_takes_an_optional_id() {
+        let subs = ["tools", "call"];
+        let take = |s: &str| take_resume_id(words(s), &subs);
+        assert_eq!(take("--resume"), (words("--resume"), None));
+        assert_eq!(
+            take("--resume abc -p hi"),
+            (words("--resume -p hi"), Some("abc".into()))
+        );
+        assert_eq!(
+            take("--resume --model m"),
+            (words("--resume --model m"), None)
+        );
+        assert_eq!(take("--resume tools"), (words("--resume tools"), None));
+        assert_eq!(take("-p x"), (words("-p x"), None));
+        assert_eq!(take("-- --resume x"), (words("-- --resume x"), None));
+    }
+}

@@ -1,0 +1,898 @@
+//! The conversation loop (issue 5, "The loop"): a message goes to the model
+//! with the conversation so far, the system prompt and the host's tools;
+//! tool calls in the reply run through the host, several at once, and their
+//! envelopes go back in the model's order; this repeats until the model
+//! answers with text, for at most `--max-tool-rounds` rounds. Every step is
+//! written to the session log as it happens. A provider error is shown and
+//! leaves the conversation as it was, so the next message goes on.
+//!
+//! The loop reaches tools only through `ToolHost` and the person only
+//! through `Ui`, so it is tested with a fake host and a scripted model.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+use serde_json::{json, Value};
+
+use super::model::{
+    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
+};
+use super::session::{Entry, Session};
+use crate::error::ErrorCode;
+
+/// The built-in part of the system prompt.
+const BUILT_IN_PROMPT: &str = "You are ikigai, an assistant that works on the user's computer \
+through tools. Each tool result is a JSON envelope: {\"tool_success\": true, \"result\": ...} when \
+the tool ran, or {\"tool_success\": false, \"error\", \"error_code\", ...} when it could not; a \
+result may itself report an error the tool found. Prefer doing over describing, check what \
+tools return, and answer briefly.";
+
+/// What the conversation needs of the host.
+pub trait ToolHost: Sync {
+    /// True once discovery has finished (tools_array would not wait).
+    fn ready(&self) -> bool {
+        true
+    }
+    /// The tools array in `format`, waiting for discovery if it still runs.
+    fn tools_array(&self, format: ToolFormat) -> Value;
+    /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
+    /// Setting `cancel` kills the tool's process group.
+    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome;
+}
+
+/// One tool call's result: the envelope for the model, and the events
+/// (`config_required`, ...) that are for the person alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutcome {
+    pub envelope: Value,
+    pub events: Vec<Value>,
+}
+
+/// What the person sees, in the order things happen.
+pub trait Ui {
+    /// Something is under way (`what`): a spinner until the next output.
+    fn waiting(&mut self, what: &str);
+    /// A piece of the model's reply, as it streams.
+    fn text(&mut self, piece: &str);
+    /// The reply (or what came of it) is over.
+    fn end_text(&mut self);
+    fn tool_call(&mut self, call: &ToolCall);
+    fn tool_outcome(&mut self, call: &ToolCall, outcome: &ToolOutcome);
+    /// An event a tool reported for the person (`config_required`).
+    fn event(&mut self, event: &Value);
+    fn notice(&mut self, text: &str);
+    fn error(&mut self, text: &str);
+}
+
+/// How one message ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model answered with text.
+    Answered,
+    /// No model is configured: the message was not sent.
+    NotConfigured,
+    /// The provider failed; the conversation is as it was.
+    Failed,
+    /// The person pressed Ctrl-C.
+    Cancelled,
+    /// The model still wanted tools after the last allowed round.
+    RoundLimit,
+}
+
+pub struct Conversation {
+    client: Result<Arc<dyn ModelClient>, String>,
+    system: String,
+    messages: Vec<Message>,
+    max_tool_rounds: usize,
+    log: Log,
+}
+
+/// Where the conversation is logged. A new session's file is made at its
+/// first entry, so running `ikigai` only for `/tool` leaves no empty
+/// session behind; likewise a resumed one gets its `start` entry then.
+enum Log {
+    Off,
+    /// A new session, to be made in this directory.
+    New(PathBuf),
+    Open {
+        session: Session,
+        started: bool,
+    },
+    /// A write failed (and was reported): the conversation goes on unlogged.
+    Broken,
+}
+
+impl Conversation {
+    pub fn new(
+        client: Result<Arc<dyn ModelClient>, String>,
+        system: String,
+        max_tool_rounds: usize,
+    ) -> Self {
+        Conversation {
+            client,
+            system,
+            messages: Vec::new(),
+            max_tool_rounds,
+            log: Log::Off,
+        }
+    }
+
+    /// Continues from `messages` (a resumed session).
+    pub fn with_history(mut self, messages: Vec<Message>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// Logs to a new session in `dir`, made when there is something to log.
+    pub fn with_new_session(mut self, dir: PathBuf) -> Self {
+        self.log = Log::New(dir);
+        self
+    }
+
+    /// Logs to `session` (a resumed one) from now on.
+    pub fn with_session(mut self, session: Session) -> Self {
+        self.log = Log::Open {
+            session,
+            started: false,
+        };
+        self
+    }
+
+    #[cfg(test)]
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The session's id, once its file exists.
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.log {
+            Log::Open { session, .. } => Some(session.id()),
+            _ => None,
+        }
+    }
+
+    pub fn client(&self) -> Option<&Arc<dyn ModelClient>> {
+        self.client.as_ref().ok()
+    }
+
+    /// One message from the person, to completion.
+    pub fn send(
+        &mut self,
+        text: &str,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> TurnEnd {
+        let client = match &self.client {
+            Ok(client) => Arc::clone(client),
+            Err(why) => {
+                ui.error(why);
+                return TurnEnd::NotConfigured;
+            }
+        };
+        self.push(
+            Message::User {
+                text: text.to_string(),
+            },
+            ui,
+        );
+        if !host.ready() {
+            ui.waiting("waiting for tool discovery");
+        }
+        let tools = host.tools_array(client.tool_format());
+        let mut rounds = 0;
+        loop {
+            ui.waiting("thinking");
+            let request = Request {
+                system: self.system.clone(),
+                messages: self.messages.clone(),
+                tools: tools.clone(),
+            };
+            let mut partial = String::new();
+            let result = stream_cancellable(
+                &client,
+                request,
+                &mut |piece| {
+                    partial.push_str(piece);
+                    ui.text(piece);
+                },
+                cancel,
+            );
+            ui.end_text();
+            let reply = match result {
+                Ok(reply) => reply,
+                Err(error) => {
+                    // What the person saw stays in the conversation.
+                    if !partial.is_empty() {
+                        self.push(
+                            Message::Assistant {
+                                text: partial,
+                                tool_calls: vec![],
+                            },
+                            ui,
+                        );
+                    }
+                    return self.failed(&*client, error, ui);
+                }
+            };
+            let calls = reply.tool_calls.clone();
+            self.push(
+                Message::Assistant {
+                    text: reply.text,
+                    tool_calls: reply.tool_calls,
+                },
+                ui,
+            );
+            if calls.is_empty() {
+                return TurnEnd::Answered;
+            }
+            if rounds == self.max_tool_rounds {
+                let limit = self.max_tool_rounds;
+                let results = calls
+                    .iter()
+                    .map(|c| ToolResult {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        envelope: not_run(
+                            &format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
+                            ErrorCode::ToolRoundLimit,
+                        ),
+                    })
+                    .collect::<Vec<_>>();
+                for r in &results {
+                    self.log(
+                        Entry::ToolResult {
+                            call_id: r.call_id.clone(),
+                            name: r.name.clone(),
+                            envelope: r.envelope.clone(),
+                            events: vec![],
+                        },
+                        ui,
+                    );
+                }
+                self.messages.push(Message::Tool { results });
+                let text = format!(
+                    "Stopped after {limit} tool rounds (--max-tool-rounds); send a message to let the model go on."
+                );
+                ui.notice(&text);
+                self.log(Entry::Notice { text }, ui);
+                return TurnEnd::RoundLimit;
+            }
+            let results = self.run_calls(&calls, host, ui, cancel);
+            self.messages.push(Message::Tool { results });
+            if cancel.load(Ordering::SeqCst) {
+                let text = "Interrupted: the running tools were stopped.".to_string();
+                ui.notice(&text);
+                self.log(Entry::Notice { text }, ui);
+                return TurnEnd::Cancelled;
+            }
+            rounds += 1;
+        }
+    }
+
+    /// Runs `calls` at once, shows each outcome as it ends, logs each, and
+    /// returns the results in the order of the calls.
+    fn run_calls(
+        &mut self,
+        calls: &[ToolCall],
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> Vec<ToolResult> {
+        for call in calls {
+            ui.tool_call(call);
+        }
+        let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel();
+            for (index, call) in calls.iter().enumerate() {
+                let tx = tx.clone();
+                scope.spawn(move || {
+                    let outcome = host.call(&call.name, &call.arguments, Some(cancel));
+                    let _ = tx.send((index, outcome));
+                });
+            }
+            drop(tx);
+            let label = match calls.len() {
+                1 => format!("running {}", calls[0].name),
+                n => format!("running {n} tools"),
+            };
+            ui.waiting(&label);
+            for (index, outcome) in rx {
+                let call = &calls[index];
+                ui.tool_outcome(call, &outcome);
+                for event in &outcome.events {
+                    ui.event(event);
+                }
+                self.log(
+                    Entry::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        envelope: outcome.envelope.clone(),
+                        events: outcome.events.clone(),
+                    },
+                    ui,
+                );
+                outcomes[index] = Some(outcome);
+                if outcomes.iter().any(Option::is_none) {
+                    ui.waiting(&label);
+                }
+            }
+        });
+        calls
+            .iter()
+            .zip(outcomes)
+            .map(|(call, outcome)| ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                // A call thread that died (a panic in the host) still answers.
+                envelope: outcome.map(|o| o.envelope).unwrap_or_else(|| {
+                    not_run(
+                        &format!("Tool '{}' produced no result", call.name),
+                        ErrorCode::ToolCrashed,
+                    )
+                }),
+            })
+            .collect()
+    }
+
+    fn failed(&mut self, client: &dyn ModelClient, error: ModelError, ui: &mut dyn Ui) -> TurnEnd {
+        let (text, end) = match error {
+            ModelError::Cancelled => ("Interrupted.".to_string(), TurnEnd::Cancelled),
+            e => (
+                format!(
+                    "{} ({}): {e}. The conversation is kept; send another message to go on.",
+                    client.provider(),
+                    client.model()
+                ),
+                TurnEnd::Failed,
+            ),
+        };
+        if end == TurnEnd::Cancelled {
+            ui.notice(&text);
+        } else {
+            ui.error(&text);
+        }
+        self.log(Entry::Notice { text }, ui);
+        end
+    }
+
+    fn push(&mut self, message: Message, ui: &mut dyn Ui) {
+        let entry = match &message {
+            Message::User { text } => Entry::User { text: text.clone() },
+            Message::Assistant { text, tool_calls } => Entry::Assistant {
+                text: text.clone(),
+                tool_calls: tool_calls.clone(),
+            },
+            Message::Tool { .. } => unreachable!("tool results are logged one by one"),
+        };
+        self.log(entry, ui);
+        self.messages.push(message);
+    }
+
+    fn log(&mut self, entry: Entry, ui: &mut dyn Ui) {
+        if let Err(e) = self.write(&entry) {
+            self.log = Log::Broken;
+            ui.error(&format!("{e:#}; the conversation goes on without a log"));
+        }
+    }
+
+    fn write(&mut self, entry: &Entry) -> anyhow::Result<()> {
+        if let Log::New(dir) = &self.log {
+            self.log = Log::Open {
+                session: Session::create(dir)?,
+                started: false,
+            };
+        }
+        let Log::Open { session, started } = &mut self.log else {
+            return Ok(());
+        };
+        if !*started {
+            let (provider, model) = match &self.client {
+                Ok(c) => (c.provider().to_string(), c.model().to_string()),
+                Err(_) => (String::new(), String::new()),
+            };
+            let time = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            session.append(&Entry::Start {
+                id: session.id().to_string(),
+                time,
+                provider,
+                model,
+            })?;
+            *started = true;
+        }
+        session.append(entry)
+    }
+}
+
+/// A failure envelope for a call the host never ran, in the host's shape.
+fn not_run(error: &str, code: ErrorCode) -> Value {
+    json!({
+        "tool_success": false,
+        "error": error,
+        "error_code": code.as_str(),
+        "exit_code": null,
+        "stdout": "",
+        "stderr": "",
+    })
+}
+
+/// The system prompt: the built-in one, then every `*.md` in `context_dir`
+/// in alphabetical order, joined with `---` (shellclaw-interface.md,
+/// "Context modules"). Unreadable modules are reported and left out.
+pub fn system_prompt(context_dir: Option<&Path>) -> (String, Vec<String>) {
+    let mut parts = vec![BUILT_IN_PROMPT.to_string()];
+    let mut warnings = Vec::new();
+    if let Some(dir) = context_dir {
+        let mut files: Vec<_> = match std::fs::read_dir(dir) {
+            Ok(listing) => listing
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                warnings.push(format!(
+                    "cannot list the context directory {}: {e}",
+                    dir.display()
+                ));
+                Vec::new()
+            }
+        };
+        files.sort();
+        for file in files {
+            match std::fs::read(&file) {
+                Ok(bytes) => parts.push(String::from_utf8_lossy(&bytes).trim().to_string()),
+                Err(e) => warnings.push(format!("context module {} skipped: {e}", file.display())),
+            }
+        }
+    }
+    (parts.join("\n\n---\n\n"), warnings)
+}
+
+/// A tool call for the person: `name(key: value, ...)`, at most `max` chars.
+pub fn short_call(call: &ToolCall, max: usize) -> String {
+    let args = match &call.arguments {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", one_line(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => one_line(other),
+    };
+    clip(&format!("{}({args})", call.name), max)
+}
+
+/// One line saying how a call went, and whether it failed.
+pub fn short_outcome(outcome: &ToolOutcome, max: usize) -> (bool, String) {
+    let envelope = &outcome.envelope;
+    let failure = |e: &Value| {
+        let code = e["error_code"].as_str().unwrap_or("ERROR");
+        let text = e["error"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| e.to_string());
+        clip(&format!("{code}: {}", text.replace('\n', " ")), max)
+    };
+    if envelope["tool_success"] == json!(false) {
+        return (false, failure(envelope));
+    }
+    let result = &envelope["result"];
+    // A tool may answer its own error inside a successful run.
+    if !result["error"].is_null() || result["success"] == json!(false) {
+        return (false, failure(result));
+    }
+    let size = result.to_string().len();
+    let mut line = format!("ok, {size} bytes");
+    if let Some(code) = result["exit_code"].as_i64() {
+        line = format!("exit code {code}, {size} bytes");
+    }
+    (true, line)
+}
+
+fn one_line(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    };
+    clip(&text, 60)
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((at, _)) if text.chars().count() > max => format!("{}…", &text[..at]),
+        _ => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::model::Reply;
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// A model that answers from a script and keeps every request.
+    struct Scripted {
+        replies: Mutex<VecDeque<Result<Reply, ModelError>>>,
+        seen: Mutex<Vec<Request>>,
+    }
+
+    impl Scripted {
+        fn new(replies: Vec<Result<Reply, ModelError>>) -> Arc<Scripted> {
+            Arc::new(Scripted {
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::new(vec![]),
+            })
+        }
+    }
+
+    impl ModelClient for Scripted {
+        fn provider(&self) -> &'static str {
+            "scripted"
+        }
+        fn model(&self) -> &str {
+            "m1"
+        }
+        fn tool_format(&self) -> ToolFormat {
+            ToolFormat::Anthropic
+        }
+        fn stream(
+            &self,
+            request: &Request,
+            on_text: &mut dyn FnMut(&str),
+        ) -> Result<Reply, ModelError> {
+            self.seen.lock().unwrap().push(request.clone());
+            let reply = self
+                .replies
+                .lock()
+                .unwrap()
+                .pop_front()
+                .expect("a scripted reply");
+            if let Ok(r) = &reply {
+                on_text(&r.text);
+            }
+            reply
+        }
+    }
+
+    /// Tools `echo` (answers its arguments), `slow` (sleeps `ms`, answers
+    /// `n`), `needs_key` (reports a config_required event) and `forever`
+    /// (waits for cancel).
+    struct FakeHost {
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl ToolHost for FakeHost {
+        fn tools_array(&self, format: ToolFormat) -> Value {
+            json!([{"format": format!("{format:?}")}])
+        }
+        fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome {
+            self.calls.lock().unwrap().push(name.to_string());
+            let ok = |result: Value| ToolOutcome {
+                envelope: json!({"tool_success": true, "result": result}),
+                events: vec![],
+            };
+            match name {
+                "echo" => ok(arguments.clone()),
+                "slow" => {
+                    std::thread::sleep(Duration::from_millis(
+                        arguments["ms"].as_u64().unwrap_or(0),
+                    ));
+                    ok(json!({"n": arguments["n"]}))
+                }
+                "needs_key" => ToolOutcome {
+                    envelope: json!({"tool_success": false, "error": "no key", "error_code": "AUTH_MISSING"}),
+                    events: vec![json!({"kind": "config_required", "message": "set KEY"})],
+                },
+                "forever" => {
+                    let cancel = cancel.expect("a cancel flag");
+                    while !cancel.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    ToolOutcome {
+                        envelope: not_run("killed", ErrorCode::ToolTimeout),
+                        events: vec![],
+                    }
+                }
+                _ => ToolOutcome {
+                    envelope: not_run(&format!("Tool '{name}' not found"), ErrorCode::ToolNotFound),
+                    events: vec![],
+                },
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Record(Vec<String>);
+
+    impl Ui for Record {
+        fn waiting(&mut self, _: &str) {}
+        fn text(&mut self, piece: &str) {
+            self.0.push(format!("text {piece}"));
+        }
+        fn end_text(&mut self) {}
+        fn tool_call(&mut self, call: &ToolCall) {
+            self.0.push(format!("call {}", short_call(call, 80)));
+        }
+        fn tool_outcome(&mut self, call: &ToolCall, outcome: &ToolOutcome) {
+            self.0.push(format!(
+                "outcome {} {}",
+                call.name,
+                short_outcome(outcome, 80).1
+            ));
+        }
+        fn event(&mut self, event: &Value) {
+            self.0.push(format!("event {event}"));
+        }
+        fn notice(&mut self, text: &str) {
+            self.0.push(format!("notice {text}"));
+        }
+        fn error(&mut self, text: &str) {
+            self.0.push(format!("error {text}"));
+        }
+    }
+
+    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            local_id: false,
+            signature: None,
+        }
+    }
+
+    fn text(t: &str) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: t.into(),
+            tool_calls: vec![],
+        })
+    }
+
+    fn calls(list: Vec<ToolCall>) -> Result<Reply, ModelError> {
+        Ok(Reply {
+            text: String::new(),
+            tool_calls: list,
+        })
+    }
+
+    fn host() -> FakeHost {
+        FakeHost {
+            calls: Mutex::new(vec![]),
+        }
+    }
+
+    fn conversation(model: &Arc<Scripted>, rounds: usize) -> Conversation {
+        let client: Arc<dyn ModelClient> = model.clone();
+        Conversation::new(Ok(client), "sys".into(), rounds)
+    }
+
+    #[test]
+    fn tool_rounds_until_text_with_results_in_call_order() {
+        let model = Scripted::new(vec![
+            calls(vec![
+                call("a", "slow", json!({"ms": 150, "n": 1})),
+                call("b", "slow", json!({"ms": 0, "n": 2})),
+            ]),
+            calls(vec![call("c", "echo", json!({"x": "y"}))]),
+            text("done"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        let end = c.send("go", &host(), &mut ui, &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::Answered);
+        let seen = model.seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0].system, "sys");
+        assert_eq!(seen[0].tools, json!([{"format": "Anthropic"}]));
+        let Message::Tool { results } = &seen[1].messages[2] else {
+            panic!()
+        };
+        let order: Vec<_> = results
+            .iter()
+            .map(|r| (r.call_id.as_str(), r.envelope["result"]["n"].clone()))
+            .collect();
+        assert_eq!(order, [("a", json!(1)), ("b", json!(2))]);
+        // The quick call finished first and was shown first.
+        let outcomes: Vec<_> = ui.0.iter().filter(|l| l.starts_with("outcome")).collect();
+        assert_eq!(outcomes[0], "outcome slow ok, 7 bytes");
+        assert_eq!(c.messages().len(), 6);
+        assert_eq!(ui.0.last().unwrap(), "text done");
+    }
+
+    #[test]
+    fn round_limit_answers_every_call_and_stops() {
+        let model = Scripted::new(vec![
+            calls(vec![call("a", "echo", json!({}))]),
+            calls(vec![call("b", "echo", json!({}))]),
+        ]);
+        let mut c = conversation(&model, 1);
+        let mut ui = Record::default();
+        let end = c.send("go", &host(), &mut ui, &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::RoundLimit);
+        let Some(Message::Tool { results }) = c.messages().last() else {
+            panic!()
+        };
+        assert_eq!(results[0].envelope["error_code"], "TOOL_ROUND_LIMIT");
+        assert!(ui.0.last().unwrap().contains("Stopped after 1 tool rounds"));
+    }
+
+    #[test]
+    fn provider_error_keeps_the_conversation_for_the_next_message() {
+        let model = Scripted::new(vec![
+            text("first answer"),
+            Err(ModelError::Http {
+                status: 500,
+                message: "boom".into(),
+            }),
+            text("recovered"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        let h = host();
+        let cancel = AtomicBool::new(false);
+        assert_eq!(c.send("one", &h, &mut ui, &cancel), TurnEnd::Answered);
+        assert_eq!(c.send("two", &h, &mut ui, &cancel), TurnEnd::Failed);
+        assert!(
+            ui.0.iter()
+                .any(|l| l.starts_with("error scripted (m1): HTTP 500: boom")),
+            "{:?}",
+            ui.0
+        );
+        assert_eq!(c.send("three", &h, &mut ui, &cancel), TurnEnd::Answered);
+        let last = model.seen.lock().unwrap().last().unwrap().messages.clone();
+        let users: Vec<_> = last
+            .iter()
+            .filter_map(|m| match m {
+                Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(users, ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn events_go_to_the_person_not_the_model() {
+        let model = Scripted::new(vec![
+            calls(vec![call("a", "needs_key", json!({}))]),
+            text("ok"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        c.send("go", &host(), &mut ui, &AtomicBool::new(false));
+        assert!(ui
+            .0
+            .contains(&r#"event {"kind":"config_required","message":"set KEY"}"#.to_string()));
+        let sent = serde_json::to_string(&model.seen.lock().unwrap()[1].messages).unwrap();
+        assert!(!sent.contains("config_required"), "{sent}");
+        assert!(ui
+            .0
+            .contains(&"outcome needs_key AUTH_MISSING: no key".to_string()));
+    }
+
+    #[test]
+    fn cancel_stops_running_tools_and_keeps_results() {
+        let model = Scripted::new(vec![calls(vec![
+            call("a", "forever", json!({})),
+            call("b", "echo", json!({})),
+        ])]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let setter = Arc::clone(&cancel);
+        let trigger = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            setter.store(true, Ordering::SeqCst);
+        });
+        assert_eq!(c.send("go", &host(), &mut ui, &cancel), TurnEnd::Cancelled);
+        trigger.join().unwrap();
+        let Some(Message::Tool { results }) = c.messages().last() else {
+            panic!()
+        };
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].envelope["error"], "killed");
+        assert_eq!(model.seen.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn no_model_means_an_instruction_and_nothing_sent() {
+        let mut c = Conversation::new(Err("configure a key".into()), "s".into(), 25);
+        let mut ui = Record::default();
+        let end = c.send("hi", &host(), &mut ui, &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::NotConfigured);
+        assert_eq!(ui.0, ["error configure a key"]);
+        assert!(c.messages().is_empty());
+    }
+
+    #[test]
+    fn session_log_replays_to_the_same_conversation() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Scripted::new(vec![
+            calls(vec![call("a", "echo", json!({"k": 1}))]),
+            text("fine"),
+        ]);
+        let session = Session::create(dir.path()).unwrap();
+        let path = session.path().to_path_buf();
+        let mut c = conversation(&model, 25).with_session(session);
+        c.send(
+            "go",
+            &host(),
+            &mut Record::default(),
+            &AtomicBool::new(false),
+        );
+        let (_, replayed) = Session::resume(dir.path(), None).unwrap();
+        assert_eq!(replayed, c.messages());
+        let log = std::fs::read_to_string(path).unwrap();
+        let types: Vec<String> = log
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            ["start", "user", "assistant", "tool_result", "assistant"]
+        );
+    }
+
+    #[test]
+    fn context_modules_join_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("02-b.md"), "second\n").unwrap();
+        std::fs::write(dir.path().join("01-a.md"), "first").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
+        let (prompt, warnings) = system_prompt(Some(dir.path()));
+        assert!(warnings.is_empty());
+        assert!(prompt.starts_with(BUILT_IN_PROMPT));
+        assert!(
+            prompt.ends_with("\n\n---\n\nfirst\n\n---\n\nsecond"),
+            "{prompt}"
+        );
+        let (prompt, _) = system_prompt(Some(&dir.path().join("missing")));
+        assert_eq!(prompt, BUILT_IN_PROMPT);
+    }
+
+    #[test]
+    fn short_forms() {
+        let c = call("a", "bash", json!({"command": "ls -la\nwc", "n": 2}));
+        assert_eq!(short_call(&c, 80), r#"bash(command: "ls -la\nwc", n: 2)"#);
+        assert_eq!(short_call(&c, 10), "bash(comm…");
+        let outcome = |e: Value| {
+            short_outcome(
+                &ToolOutcome {
+                    envelope: e,
+                    events: vec![],
+                },
+                80,
+            )
+        };
+        assert_eq!(
+            outcome(json!({"tool_success": true, "result": {"output": "x", "exit_code": 0}})),
+            (true, "exit code 0, 28 bytes".to_string())
+        );
+        assert_eq!(
+            outcome(
+                json!({"tool_success": true, "result": {"error": "File not found: x", "error_code": "FILE_NOT_FOUND"}})
+            ),
+            (false, "FILE_NOT_FOUND: File not found: x".to_string())
+        );
+        assert_eq!(
+            outcome(
+                json!({"tool_success": false, "error": "Tool 'x' timed out after 30s", "error_code": "TOOL_TIMEOUT"})
+            ),
+            (
+                false,
+                "TOOL_TIMEOUT: Tool 'x' timed out after 30s".to_string()
+            )
+        );
+    }
+}

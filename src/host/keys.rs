@@ -1,0 +1,294 @@
+//! Which model to talk to, and with what key (issue 5, "Providers"): the
+//! provider from `--provider` or `IKIGAI_PROVIDER`, else the first of
+//! OpenAI, Anthropic, Google that has a key; keys from the environment
+//! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), else from
+//! `$XDG_CONFIG_HOME/ikigai/credentials.json` (`~/.config/...`); endpoints
+//! from the variables of decision 12. Without a key the assistant still
+//! runs: a message is answered with how to configure one.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::model::{anthropic::Anthropic, gemini::Gemini, openai::OpenAi, stub::Stub, ModelClient};
+use crate::tool::Env;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    OpenAi,
+    Anthropic,
+    Google,
+    Stub,
+}
+
+/// The providers tried, in order, when none is chosen.
+const BY_KEY: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::Google];
+
+impl Provider {
+    pub fn parse(name: &str) -> Option<Provider> {
+        match name.to_ascii_lowercase().as_str() {
+            "openai" => Some(Provider::OpenAi),
+            "anthropic" => Some(Provider::Anthropic),
+            "google" | "gemini" => Some(Provider::Google),
+            "stub" => Some(Provider::Stub),
+            _ => None,
+        }
+    }
+
+    /// The name used on the command line and in credentials.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Google => "google",
+            Provider::Stub => "stub",
+        }
+    }
+
+    fn key_var(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+            Provider::Google => "GEMINI_API_KEY",
+            Provider::Stub => "",
+        }
+    }
+
+    fn default_model(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "gpt-4.1",
+            Provider::Anthropic => "claude-sonnet-4-5",
+            Provider::Google => "gemini-2.5-flash",
+            Provider::Stub => "stub",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The outcome of choosing: a client, or why there is none (shown when a
+/// message is sent), plus warnings for the person (a broken credentials file).
+pub struct Choice {
+    pub client: Result<Arc<dyn ModelClient>, String>,
+    pub warnings: Vec<String>,
+}
+
+/// Chooses the provider and model. Err only for a provider name that does
+/// not exist (a usage error the caller reports at once).
+pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<Choice, String> {
+    let chosen = match provider.or_else(|| env.var("IKIGAI_PROVIDER")) {
+        Some(name) => Some(Provider::parse(name).ok_or_else(|| {
+            format!("unknown provider '{name}' (choose openai, anthropic, google or stub)")
+        })?),
+        None => None,
+    };
+    let path = credentials_path(env);
+    let mut warnings = Vec::new();
+    let file = match read_credentials(path.as_ref()) {
+        Ok(file) => file,
+        Err(e) => {
+            warnings.push(e);
+            Value::Null
+        }
+    };
+    let key_of = |p: Provider| -> Option<String> {
+        env.var(p.key_var()).map(str::to_string).or_else(|| {
+            file[p.name()]["api_key"]
+                .as_str()
+                .filter(|k| !k.is_empty())
+                .map(str::to_string)
+        })
+    };
+    let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| key_of(*p).is_some())) {
+        Some(p) => p,
+        None => {
+            return Ok(Choice {
+                client: Err(no_key_at_all(path.as_ref())),
+                warnings,
+            })
+        }
+    };
+    let model = model
+        .or_else(|| env.var("IKIGAI_MODEL"))
+        .unwrap_or(provider.default_model());
+    let key = key_of(provider);
+    let client: Result<Arc<dyn ModelClient>, String> = match (provider, key) {
+        (Provider::Stub, _) => Ok(Arc::new(Stub)),
+        (Provider::OpenAi, key) => {
+            let base = env.var("OPENAI_BASE_URL");
+            match (key, base) {
+                // A local server that speaks the API may want no key.
+                (None, None) => Err(no_key(provider, path.as_ref())),
+                (key, base) => Ok(Arc::new(OpenAi::new(
+                    base.unwrap_or(super::model::openai::DEFAULT_BASE_URL),
+                    key,
+                    model,
+                ))),
+            }
+        }
+        (Provider::Anthropic, Some(key)) => Ok(Arc::new(Anthropic::new(
+            env.var("ANTHROPIC_BASE_URL")
+                .unwrap_or(super::model::anthropic::DEFAULT_BASE_URL),
+            key,
+            model,
+        ))),
+        (Provider::Google, Some(key)) => Ok(Arc::new(Gemini::new(
+            env.var("IKIGAI_GOOGLE_AI_URL")
+                .unwrap_or(super::model::gemini::DEFAULT_BASE_URL),
+            key,
+            model,
+        ))),
+        (_, None) => Err(no_key(provider, path.as_ref())),
+    };
+    Ok(Choice { client, warnings })
+}
+
+fn credentials_path(env: &Env) -> Option<PathBuf> {
+    env.config_dir().map(|d| d.join("credentials.json"))
+}
+
+/// The credentials file as JSON; a missing file is an empty one.
+fn read_credentials(path: Option<&PathBuf>) -> Result<Value, String> {
+    let Some(path) = path else {
+        return Ok(Value::Null);
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(format!("{} is not a JSON object; ignored", path.display())),
+        Err(e) => Err(format!(
+            "{} is not valid JSON ({e}); ignored",
+            path.display()
+        )),
+    }
+}
+
+fn shown(path: Option<&PathBuf>) -> String {
+    path.map(|p| p.display().to_string())
+        .unwrap_or_else(|| "~/.config/ikigai/credentials.json".into())
+}
+
+fn no_key_at_all(path: Option<&PathBuf>) -> String {
+    format!(
+        "No model is configured, so this message was not sent. Set OPENAI_API_KEY, \
+         ANTHROPIC_API_KEY or GEMINI_API_KEY, or write {} as \
+         {{\"openai\": {{\"api_key\": \"...\"}}}} (or \"anthropic\", \"google\"), then start \
+         ikigai again. `ikigai --provider stub` answers offline. /tool and /refresh work without a key.",
+        shown(path)
+    )
+}
+
+fn no_key(provider: Provider, path: Option<&PathBuf>) -> String {
+    format!(
+        "No API key for {provider}, so this message was not sent. Set {} or add \
+         {{\"{provider}\": {{\"api_key\": \"...\"}}}} to {}, then start ikigai again.",
+        provider.key_var(),
+        shown(path)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env::from_pairs(pairs.iter().copied())
+    }
+
+    fn provider_of(choice: &Choice) -> (&'static str, String) {
+        let client = choice.client.as_ref().expect("a client");
+        (client.provider(), client.model().to_string())
+    }
+
+    #[test]
+    fn first_provider_with_a_key_wins_unless_chosen() {
+        let e = env(&[
+            ("HOME", "/nonexistent"),
+            ("ANTHROPIC_API_KEY", "a"),
+            ("GEMINI_API_KEY", "g"),
+        ]);
+        let c = choose(None, None, &e).unwrap();
+        assert_eq!(provider_of(&c), ("anthropic", "claude-sonnet-4-5".into()));
+        let c = choose(Some("google"), Some("gemini-x"), &e).unwrap();
+        assert_eq!(provider_of(&c), ("google", "gemini-x".into()));
+        let e = env(&[
+            ("HOME", "/nonexistent"),
+            ("GEMINI_API_KEY", "g"),
+            ("IKIGAI_PROVIDER", "gemini"),
+            ("IKIGAI_MODEL", "m"),
+        ]);
+        assert_eq!(
+            provider_of(&choose(None, None, &e).unwrap()),
+            ("google", "m".into())
+        );
+    }
+
+    #[test]
+    fn credentials_file_under_xdg_config_home() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ikigai")).unwrap();
+        std::fs::write(
+            dir.path().join("ikigai/credentials.json"),
+            r#"{"google": {"api_key": "from-file"}}"#,
+        )
+        .unwrap();
+        let xdg = dir.path().to_str().unwrap();
+        let c = choose(
+            None,
+            None,
+            &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
+        )
+        .unwrap();
+        assert_eq!(provider_of(&c).0, "google");
+        assert!(c.warnings.is_empty());
+        std::fs::write(dir.path().join("ikigai/credentials.json"), "{oops").unwrap();
+        let c = choose(
+            None,
+            None,
+            &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
+        )
+        .unwrap();
+        assert!(c.warnings[0].contains("not valid JSON"), "{:?}", c.warnings);
+        assert!(c.client.is_err());
+    }
+
+    #[test]
+    fn missing_keys_explain_themselves() {
+        let e = env(&[("HOME", "/h")]);
+        let c = choose(None, None, &e).unwrap();
+        let why = c.client.err().unwrap();
+        assert!(
+            why.contains("OPENAI_API_KEY") && why.contains("/h/.config/ikigai/credentials.json"),
+            "{why}"
+        );
+        let why = choose(Some("anthropic"), None, &e)
+            .unwrap()
+            .client
+            .err()
+            .unwrap();
+        assert!(
+            why.starts_with("No API key for anthropic") && why.contains("ANTHROPIC_API_KEY"),
+            "{why}"
+        );
+        assert!(choose(Some("nope"), None, &e).is_err());
+        assert_eq!(
+            provider_of(&choose(Some("stub"), None, &e).unwrap()).0,
+            "stub"
+        );
+        let local = env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]);
+        assert_eq!(
+            provider_of(&choose(Some("openai"), None, &local).unwrap()).0,
+            "openai"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The HTTP side every provider shares: one POST of a JSON body whose reply
+//! is a server-sent-event stream, with provider errors turned into a
+//! `ModelError` a person can act on (the provider's own message, not a
+//! status line alone).
+
+use std::io::{BufReader, Read};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::sse::{self, Event};
+use super::ModelError;
+
+/// At most this much of an error body is read and shown.
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+
+fn agent() -> &'static ureq::Agent {
+    static AGENT: OnceLock<ureq::Agent> = OnceLock::new();
+    AGENT.get_or_init(|| {
+        ureq::Agent::config_builder()
+            // Error statuses carry the provider's explanation in the body.
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(30)))
+            // A model may think silently for a while, but a connection that
+            // says nothing for five minutes is dead.
+            .timeout_per_read(Some(Duration::from_secs(300)))
+            .build()
+            .into()
+    })
+}
+
+/// POSTs `body` to `url` and feeds each server-sent event of the reply to
+/// `on_event`, which returns Ok(false) to stop reading.
+pub fn post_sse(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+    on_event: &mut dyn FnMut(Event) -> Result<bool, ModelError>,
+) -> Result<(), ModelError> {
+    let mut request = agent()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request
+        .send(body.to_string())
+        .map_err(|e| ModelError::Network(format!("{url}: {e}")))?;
+    let status = response.status().as_u16();
+    let mut reader = response.into_body().into_reader();
+    if !(200..300).contains(&status) {
+        let mut text = Vec::new();
+        let _ = (&mut reader).take(ERROR_BODY_LIMIT).read_to_end(&mut text);
+        return Err(ModelError::Http {
+            status,
+            message: error_message(&String::from_utf8_lossy(&text)),
+        });
+    }
+    let mut failure = None;
+    let read = sse::read_events(
+        &mut BufReader::new(reader),
+        &mut |event| match on_event(event) {
+            Ok(go_on) => go_on,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        },
+    );
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    read.map_err(|e| ModelError::Network(format!("connection lost mid-reply: {e}")))
+}
+
+/// The provider's explanation in an error body: `error.message` (all three
+/// providers), `message`, or the body itself, shortened.
+pub fn error_message(body: &str) -> String {
+    if let Ok(json) = serde_json::from_str::<Value>(body) {
+        let error = &json["error"];
+        for found in [&error["message"], error, &json["message"]] {
+            if let Some(text) = found.as_str() {
+                return text.to_string();
+            }
+        }
+    }
+    let body = body.trim();
+    if body.is_empty() {
+        return "(no explanation in the reply)".into();
+    }
+    shorten(body, 500)
+}
+
+/// `text` cut to at most `max` characters, saying so.
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}... ({} more bytes)", &text[..at], text.len() - at),
+        None => text.to_string(),
+    }
+}
+
+/// Parses one event's data as JSON, or says which provider sent what.
+pub fn event_json(provider: &str, data: &str) -> Result<Value, ModelError> {
+    serde_json::from_str(data).map_err(|e| {
+        ModelError::Malformed(format!(
+            "{provider} sent an event that is not JSON ({e}): {}",
+            shorten(data, 200)
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_from_each_provider_shape() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"Incorrect API key","type":"x"}}"#),
+            "Incorrect API key"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
+        assert_eq!(error_message(r#"{"error":"plain"}"#), "plain");
+        assert_eq!(error_message("  Bad Gateway \n"), "Bad Gateway");
+        assert_eq!(error_message(""), "(no explanation in the reply)");
+        assert!(error_message(&"x".repeat(600)).ends_with("(100 more bytes)"));
+    }
+}

@@ -1,0 +1,158 @@
+//! The conversation's view of the host (issue 5; host-architecture.md,
+//! phase 6): discovery runs on its own thread from startup, so the prompt
+//! appears at once; the first message or command that needs the registry
+//! waits for it. Tool calls go through `exec::call` (registry lookup,
+//! subprocess, timeout, envelope), several at once under a shared read
+//! lock; `/refresh` replaces the registry between messages.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::thread::JoinHandle;
+
+use serde_json::Value;
+
+use super::commands::{self, Flow, HostState};
+use super::config::Config;
+use super::conversation::{ToolHost, ToolOutcome};
+use super::model::ToolFormat;
+use super::provider::{self, ProviderKind};
+use super::registry::Registry;
+use super::terminal::{say, Commands};
+
+pub struct Tools {
+    /// The discovery still running, until someone needs its result.
+    pending: Mutex<Option<JoinHandle<HostState>>>,
+    /// The host's state once discovered (None only while `pending` runs).
+    state: RwLock<Option<HostState>>,
+    config: Config,
+}
+
+impl Tools {
+    /// Starts discovery in the background and returns at once.
+    pub fn start(config: Config) -> Tools {
+        Tools::start_with(config, HostState::discover)
+    }
+
+    fn start_with(config: Config, discover: fn(Config) -> HostState) -> Tools {
+        let for_thread = config.clone();
+        let handle = std::thread::spawn(move || discover(for_thread));
+        Tools {
+            pending: Mutex::new(Some(handle)),
+            state: RwLock::new(None),
+            config,
+        }
+    }
+
+    /// The host's state, waiting for discovery if it still runs.
+    fn state(&self) -> RwLockReadGuard<'_, Option<HostState>> {
+        self.settle();
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn settle(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(handle) = pending.take() {
+            let state = handle.join().unwrap_or_else(|_| HostState {
+                // Discovery itself never panics; if it did, the assistant
+                // goes on with no tools rather than dying.
+                config: self.config.clone(),
+                registry: Registry::build(Vec::new(), Vec::new()),
+            });
+            *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
+        }
+    }
+
+    fn with_registry<T>(&self, f: impl FnOnce(&HostState) -> T) -> T {
+        let guard = self.state();
+        f(guard.as_ref().expect("settled state"))
+    }
+}
+
+impl ToolHost for Tools {
+    fn ready(&self) -> bool {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.as_ref().is_none_or(|h| h.is_finished())
+    }
+
+    fn tools_array(&self, format: ToolFormat) -> Value {
+        let kind = match format {
+            ToolFormat::OpenAiChat => ProviderKind::OpenAiChat,
+            ToolFormat::Anthropic => ProviderKind::Anthropic,
+            ToolFormat::Google => ProviderKind::Google,
+        };
+        self.with_registry(|s| provider::tools_array(kind, &s.registry))
+    }
+
+    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome {
+        let outcome = self.with_registry(|s| {
+            super::exec::call(&s.registry, name, arguments, &s.config.limits, cancel)
+        });
+        ToolOutcome {
+            envelope: outcome.envelope,
+            events: outcome.events,
+        }
+    }
+}
+
+impl Commands for &Tools {
+    fn run(&mut self, line: &str) -> bool {
+        self.settle();
+        let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let state = guard.as_mut().expect("settled state");
+        let flow = commands::execute(line, state, &mut |text| say(&format!("{text}\n")));
+        flow == Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::registry::tests::entry;
+    use crate::host::registry::Origin;
+    use crate::tool::Env;
+    use serde_json::json;
+    use std::sync::atomic::Ordering;
+
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+
+    /// A discovery that finds `echo` only once the test lets it finish.
+    fn held_back(config: Config) -> HostState {
+        while !RELEASE.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let echo = entry(
+            "echo",
+            "/bin/echo-tool",
+            Origin::User,
+            json!({"type": "object", "properties": {}}),
+        );
+        HostState {
+            config,
+            registry: Registry::build(vec![echo], vec![]),
+        }
+    }
+
+    #[test]
+    fn startup_does_not_wait_but_the_first_message_does() {
+        let config = Config::resolve(
+            Default::default(),
+            &Env::from_pairs([("HOME", "/nonexistent")]),
+            None,
+        );
+        let tools = Tools::start_with(config, held_back);
+        // start returned while discovery is still held back.
+        assert!(!tools.ready());
+        std::thread::scope(|scope| {
+            let asking = scope.spawn(|| tools.tools_array(ToolFormat::Anthropic));
+            // Most likely the request is waiting by now; either way it must
+            // get the discovered tools, never an empty array.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            RELEASE.store(true, Ordering::SeqCst);
+            let array = asking.join().unwrap();
+            assert_eq!(array[0]["name"], "echo");
+        });
+        assert!(tools.ready());
+        let outcome = tools.call("nope", &json!({}), None);
+        assert_eq!(outcome.envelope["error_code"], "TOOL_NOT_FOUND");
+    }
+}
