@@ -628,11 +628,17 @@ def bench_edit_big(t):
         raise Wrong(f"file-edit answered {got}")
     if sha256_file(work) != meta["edited_sha256"]:
         raise Wrong("file-edit left different bytes than the one-line replacement")
+    q = shlex.quote
+    restore = shlex.join(["sh", "-c", f"cp {q(big)} {q(work)} && sync"])
+    # cp neither makes its copy durable nor replaces a file; what a careful
+    # user does by hand to get what file_edit promises (decision 7) is timed
+    # too, for the record: copy, fsync, rename over the old file.
+    durable = f"cp {q(big)} {q(copy)} && sync {q(copy)} && mv {q(copy)} {q(work)}"
     m = t.medians({
-        "ours": {"cmd": ours, "prepare": shlex.join(["sh", "-c", f"cp {shlex.quote(big)} "
-                                                     f"{shlex.quote(work)} && sync"])},
+        "ours": {"cmd": ours, "prepare": restore},
         "peer": {"cmd": ["cp", big, copy],
-                 "prepare": shlex.join(["sh", "-c", f"rm -f {shlex.quote(copy)} && sync"])},
+                 "prepare": shlex.join(["sh", "-c", f"rm -f {q(copy)} && sync"])},
+        "durable": {"cmd": ["sh", "-c", durable], "prepare": restore},
     }, runs=6, warmup=1)
     for path in (work, copy):
         if os.path.exists(path):
@@ -640,6 +646,7 @@ def bench_edit_big(t):
     limit = 2.5 * meta["bytes"]
     what = f"one line of a {fmt_bytes(meta['bytes'])} file"
     return [ratio_row("edit-big", what, m["ours"], "cp", m["peer"], 3.0),
+            ratio_row("edit-big", what, m["ours"], "cp + sync + mv", m["durable"], None),
             row("edit-big", "peak memory", ours=fmt_bytes(peak), peer="file size",
                 peer_time=fmt_bytes(meta["bytes"]), ratio=f"{peak / meta['bytes']:.2f}",
                 target="≤ 2.5 × file", ok=peak <= limit, ours_bytes=peak)]
