@@ -4,8 +4,17 @@
 use crate::tool::Tool;
 
 mod bash;
+mod web;
+mod web_fetch;
+mod web_search_brave;
+mod web_search_google;
 
-pub static TOOLS: &[&dyn Tool] = &[&bash::Bash];
+pub static TOOLS: &[&dyn Tool] = &[
+    &bash::Bash,
+    &web_search_brave::WebSearchBrave,
+    &web_search_google::WebSearchGoogle,
+    &web_fetch::WebFetch,
+];
 
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {
