@@ -2,3 +2,7 @@
 
 mod bash;
 mod protocol;
+mod web_fetch;
+mod web_search_brave;
+mod web_search_google;
+mod web_support;
