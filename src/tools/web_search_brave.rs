@@ -107,7 +107,7 @@ impl Tool for WebSearchBrave {
             endpoint: &endpoint,
             secrets: &[&key.value],
         };
-        let client = Client::new(env)?;
+        let client = Client::for_api(env)?;
         let (count, offset) = (count.to_string(), offset.to_string());
         let response = client
             .get(

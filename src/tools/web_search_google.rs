@@ -134,7 +134,7 @@ impl Tool for WebSearchGoogle {
             endpoint: &endpoint,
             secrets: &[&key.value],
         };
-        let client = Client::new(env)?;
+        let client = Client::for_api(env)?;
         let (num, start) = (num.to_string(), start.to_string());
         let mut query_params = vec![
             ("key", key.value.as_str()),

@@ -23,7 +23,7 @@ fn brave(reply: Reply) -> Server {
 fn search(sandbox: &Sandbox, server: &Server, args: Value) -> crate::common::Output {
     sandbox
         .run(TOOL)
-        .env("IKIGAI_BRAVE_URL", server.url("/res/v1/web/search"))
+        .env("IKIGAI_BRAVE_URL", server.url("/search"))
         .env("BRAVE_API_KEY", KEY)
         .json_in(&args)
         .output()
@@ -64,7 +64,7 @@ fn sends_the_documented_request_and_maps_the_answer() {
     assert_eq!(requests.len(), 1);
     let req = &requests[0];
     assert_eq!(req.method, "GET");
-    assert_eq!(req.path, "/res/v1/web/search");
+    assert_eq!(req.path, "/search");
     assert_eq!(req.param("q"), Some("rust async & more +1 ü"));
     assert_eq!(req.param("count"), Some("10"));
     assert_eq!(req.param("offset"), Some("0"));
@@ -334,6 +334,21 @@ fn other_statuses_are_api_errors_with_the_providers_detail() {
         failure(&out, "API_ERROR"),
         "Brave Search API error: HTTP 500 Internal Server Error"
     );
+}
+
+#[test]
+fn redirects_are_not_followed_so_the_key_stays_with_brave() {
+    let server = Server::start(|req| match req.path.as_str() {
+        "/search" => Reply::redirect(302, "/elsewhere"),
+        _ => Reply::json(200, &fixture_json("brave_no_web.json")),
+    });
+    let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
+    assert_eq!(
+        failure(&out, "API_ERROR"),
+        "Brave Search API error: HTTP 302 Found"
+    );
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/search"]);
 }
 
 #[test]

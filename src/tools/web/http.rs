@@ -5,7 +5,8 @@
 //! - connect within 10 s, whole request (redirects and body included) within
 //!   20 s; `IKIGAI_WEB_TIMEOUT` may lower the whole-request limit (1-20 s) for
 //!   hosts configured with a shorter tool timeout;
-//! - at most 10 redirects, the final URL reported;
+//! - at most 10 redirects, the final URL reported (none for the search
+//!   APIs, whose key must not follow a redirect elsewhere);
 //! - the body read up to 10 MiB, the rest cut (and reported as cut);
 //! - statuses >= 400 are answers, not errors: each tool maps them itself.
 //!
@@ -62,13 +63,25 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client with the shared limits; `IKIGAI_WEB_TIMEOUT` is checked here.
+    /// A client for pages: the shared limits, up to `MAX_REDIRECTS`
+    /// redirects. `IKIGAI_WEB_TIMEOUT` is checked here.
     pub fn new(env: &Env) -> Result<Self, ToolError> {
+        Self::with_redirects(env, MAX_REDIRECTS)
+    }
+
+    /// A client for an API that authenticates by header or query: it never
+    /// follows a redirect, which would hand the key to whatever host the
+    /// `Location` names (ureq only holds back `Authorization`).
+    pub fn for_api(env: &Env) -> Result<Self, ToolError> {
+        Self::with_redirects(env, 0)
+    }
+
+    fn with_redirects(env: &Env, redirects: u32) -> Result<Self, ToolError> {
         let timeout = request_timeout(env)?;
         let config = Agent::config_builder()
             .timeout_connect(Some(CONNECT_TIMEOUT.min(timeout)))
             .timeout_global(Some(timeout))
-            .max_redirects(MAX_REDIRECTS)
+            .max_redirects(redirects)
             .http_status_as_error(false)
             .user_agent(USER_AGENT)
             .build();
@@ -93,7 +106,8 @@ impl Client {
         for (name, value) in query {
             request = request.query(*name, *value);
         }
-        let mut response = request.call().map_err(|e| self.failure(e))?;
+        let https = url.scheme_str() == Some("https");
+        let mut response = request.call().map_err(|e| self.failure(e, https))?;
         let status = response.status().as_u16();
         let final_url = response.get_uri().to_string();
         let content_type = response
@@ -106,7 +120,7 @@ impl Client {
             .as_reader()
             .take(BODY_CAP as u64 + 1)
             .read_to_end(&mut body)
-            .map_err(|e| self.failure(ureq::Error::from(e)))?;
+            .map_err(|e| self.failure(ureq::Error::from(e), https))?;
         let truncated = body.len() > BODY_CAP;
         body.truncate(BODY_CAP);
         Ok(Fetched {
@@ -118,13 +132,14 @@ impl Client {
         })
     }
 
-    fn failure(&self, err: ureq::Error) -> Failure {
-        describe(err, self.timeout)
+    fn failure(&self, err: ureq::Error, https: bool) -> Failure {
+        describe(err, self.timeout, https)
     }
 }
 
-/// A ureq error in words a model can act on.
-fn describe(err: ureq::Error, timeout: Duration) -> Failure {
+/// A ureq error in words a model can act on. `https`: rustls reports a
+/// failed handshake as an I/O error of kind InvalidData.
+fn describe(err: ureq::Error, timeout: Duration, https: bool) -> Failure {
     use std::io::ErrorKind;
     use ureq::Error as E;
     let reason = match err {
@@ -154,6 +169,7 @@ fn describe(err: ureq::Error, timeout: Duration) -> Failure {
                 "timeout: no complete response within {} s",
                 timeout.as_secs()
             ),
+            ErrorKind::InvalidData if https => format!("TLS error: {e}"),
             _ => e.to_string(),
         },
         E::Protocol(e) => format!("the server's response is not valid HTTP ({e})"),
@@ -250,6 +266,12 @@ mod tests {
         assert_eq!(config.timeouts().global, Some(Duration::from_secs(20)));
         assert_eq!(config.max_redirects(), 10);
         assert!(!config.http_status_as_error());
+        let api = Client::for_api(&Env::default()).unwrap();
+        assert_eq!(api.agent.config().max_redirects(), 0);
+        assert_eq!(
+            api.agent.config().timeouts().global,
+            Some(Duration::from_secs(20))
+        );
     }
 
     #[test]
@@ -281,20 +303,20 @@ mod tests {
     fn errors_in_words() {
         let t = REQUEST_TIMEOUT;
         assert_eq!(
-            describe(ureq::Error::HostNotFound, t),
+            describe(ureq::Error::HostNotFound, t, false),
             Failure::Network("host not found (DNS lookup failed)".into())
         );
         assert_eq!(
-            describe(ureq::Error::Timeout(Timeout::Connect), t),
+            describe(ureq::Error::Timeout(Timeout::Connect), t, false),
             Failure::Network("connection timeout: no connection within 10 s".into())
         );
         assert_eq!(
-            describe(ureq::Error::Timeout(Timeout::Global), t),
+            describe(ureq::Error::Timeout(Timeout::Global), t, true),
             Failure::Network("timeout: no complete response within 20 s".into())
         );
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert_eq!(
-            describe(ureq::Error::Io(refused), t),
+            describe(ureq::Error::Io(refused), t, true),
             Failure::Network("connection refused".into())
         );
     }

@@ -5,19 +5,22 @@
 //! title is taken from `<title>`, and the elements whose text is not page
 //! content — `<script>`, `<style>`, `<nav>`, `<noscript>`, `<template>`,
 //! `<title>` — and all comments are removed from the tree *before* html2md
-//! walks it, so none of their text can reach the markdown. Headings are
-//! ATX (`## Heading`) through a custom html2md tag handler, not by rewriting
-//! its setext output. Finally whitespace is collapsed: no trailing blanks,
-//! no runs of blank lines.
+//! walks it, so none of their text can reach the markdown. html2md walks
+//! the tree with our tag handlers (`handlers.rs`: ATX headings, linear
+//! tables, quotes and list items). Finally whitespace is collapsed: no
+//! trailing blanks, no runs of blank lines.
 
-use std::collections::HashMap;
-
-use html2md::{Handle, NodeData, RcDom, StructuredPrinter, TagHandler, TagHandlerFactory};
+use html2md::{Handle, NodeData, RcDom, StructuredPrinter};
 use html5ever::tendril::TendrilSink;
 use html5ever::{parse_document, ParseOpts};
 
+use super::handlers;
+
 /// Elements whose content is never part of the page's text.
 const REMOVED: &[&str] = &["script", "style", "nav", "noscript", "template", "title"];
+
+/// Elements whose text keeps its line breaks.
+const PREFORMATTED: &[&str] = &["pre", "textarea", "listing", "plaintext", "xmp"];
 
 /// Deeper nesting than this is refused: html2md walks the tree recursively
 /// and a hostile page must not overflow the stack. Browsers stop nesting at
@@ -35,12 +38,8 @@ pub fn convert(html: &str) -> Result<Page, String> {
     let dom = parse_document(RcDom::default(), ParseOpts::default()).one(html);
     let title = find_title(&dom.document);
     prune(&dom.document)?;
-    let mut handlers: HashMap<String, Box<dyn TagHandlerFactory>> = HashMap::new();
-    for level in 1..=6 {
-        handlers.insert(format!("h{level}"), Box::new(AtxHeading::default));
-    }
     let mut printer = StructuredPrinter::default();
-    html2md::walk(&dom.document, &mut printer, &handlers);
+    handlers::walk(&dom.document, &mut printer);
     Ok(Page {
         title: title.unwrap_or_default(),
         markdown: collapse_blank_lines(&printer.data),
@@ -61,16 +60,27 @@ fn find_title(root: &Handle) -> Option<String> {
     None
 }
 
-/// Removes comments and the `REMOVED` elements from the tree and checks its
-/// depth. Iterative, so any depth is safe here.
+/// Removes comments and the `REMOVED` elements from the tree, checks its
+/// depth, and turns line breaks in text outside `<pre>` into spaces, as a
+/// browser shows them (html2md would drop a text node's leading line break,
+/// gluing `<b>x</b>\ny` into `**x**y`). Iterative, so any depth is safe.
 fn prune(root: &Handle) -> Result<(), String> {
-    let mut stack = vec![(root.clone(), 0usize)];
-    while let Some((node, depth)) = stack.pop() {
+    let mut stack = vec![(root.clone(), 0usize, false)];
+    while let Some((node, depth, preformatted)) = stack.pop() {
         if depth > MAX_DEPTH {
             return Err(format!(
                 "elements are nested more than {MAX_DEPTH} levels deep"
             ));
         }
+        if let NodeData::Text { contents } = &node.data {
+            let mut text = contents.borrow_mut();
+            if !preformatted && text.contains(['\n', '\r', '\t']) {
+                *text = text.replace(['\n', '\r', '\t'], " ").as_str().into();
+            }
+            continue;
+        }
+        let preformatted = preformatted
+            || matches!(&node.data, NodeData::Element { name, .. } if PREFORMATTED.contains(&&*name.local));
         node.children
             .borrow_mut()
             .retain(|child| match &child.data {
@@ -79,7 +89,7 @@ fn prune(root: &Handle) -> Result<(), String> {
                 _ => true,
             });
         for child in node.children.borrow().iter() {
-            stack.push((child.clone(), depth + 1));
+            stack.push((child.clone(), depth + 1, preformatted));
         }
     }
     Ok(())
@@ -113,12 +123,20 @@ fn collapse_spaces(text: &str) -> String {
 }
 
 /// Trailing whitespace removed from every line, blank lines at either end
-/// dropped, and every run of blank lines made one.
+/// dropped, and every run of blank lines made one. Outside code fences, the
+/// single space html2md leaves where a text node began a line goes too
+/// (list continuations are indented by two or more and stay).
 pub fn collapse_blank_lines(markdown: &str) -> String {
     let mut out = String::with_capacity(markdown.len());
     let mut blank_before = false;
+    let mut in_fence = false;
     for line in markdown.split('\n') {
-        let line = line.trim_end();
+        let mut line = line.trim_end();
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence && line.starts_with(' ') && !line.starts_with("  ") {
+            line = &line[1..];
+        }
         if line.is_empty() {
             blank_before = !out.is_empty();
             continue;
@@ -132,40 +150,6 @@ pub fn collapse_blank_lines(markdown: &str) -> String {
         out.push_str(line);
     }
     out
-}
-
-/// `<h1>`..`<h6>` as one ATX line: `#`..`######`, a space, the heading's
-/// text with its line breaks made spaces; an empty heading leaves nothing.
-#[derive(Default)]
-struct AtxHeading {
-    level: usize,
-    marker_at: usize,
-    text_at: usize,
-}
-
-impl TagHandler for AtxHeading {
-    fn handle(&mut self, tag: &Handle, printer: &mut StructuredPrinter) {
-        self.level = match &tag.data {
-            NodeData::Element { name, .. } => name.local[1..].parse().unwrap_or(1),
-            _ => 1,
-        };
-        printer.append_str("\n\n");
-        self.marker_at = printer.data.len();
-        printer.append_str(&"#".repeat(self.level));
-        printer.append_str(" ");
-        self.text_at = printer.data.len();
-    }
-
-    fn after_handle(&mut self, printer: &mut StructuredPrinter) {
-        let text = collapse_spaces(&printer.data[self.text_at..]);
-        if text.is_empty() {
-            printer.data.truncate(self.marker_at);
-        } else {
-            printer.data.truncate(self.text_at);
-            printer.append_str(&text);
-        }
-        printer.append_str("\n\n");
-    }
 }
 
 #[cfg(test)]
@@ -187,6 +171,79 @@ mod tests {
             "## Split over lines\n\np"
         );
         assert_eq!(md("<h2> </h2><p>p</p>"), "p");
+    }
+
+    #[test]
+    fn line_breaks_in_text_are_spaces_outside_pre() {
+        assert_eq!(
+            md("<p><strong>Chapter 5</strong>\ndiscusses\n  structs.</p><pre>a\n  b</pre>"),
+            "**Chapter 5** discusses structs.\n\n```\na\n  b\n```"
+        );
+    }
+
+    #[test]
+    fn tables() {
+        assert_eq!(
+            md(
+                "<table><caption>Sizes</caption><thead><tr><th>Name</th><th>Size</th></tr></thead>\
+                <tbody><tr><td><b>a</b></td><td>1 | 2</td></tr><tr><td>b</td></tr></tbody></table>"
+            ),
+            "Sizes\n\n| Name | Size |\n| --- | --- |\n| **a** | 1 \\| 2 |\n| b | |"
+        );
+        // Layout tables: one column, or tables within cells.
+        assert_eq!(
+            md("<table><tr><td><h2>Title</h2><p>Body</p></td></tr></table>"),
+            "## Title\n\nBody"
+        );
+        assert_eq!(
+            md("<table><tr><td>menu</td><td><table><tr><td>x</td><td>y</td></tr></table></td></tr></table>"),
+            "menu\n\n| x | y |\n| --- | --- |"
+        );
+        assert_eq!(md("<table></table><p>after</p>"), "after");
+    }
+
+    #[test]
+    fn nested_tables_cost_linear_time() {
+        // html2md's own handler doubles its work per level: 2^40 here.
+        let depth = 40;
+        let page = format!(
+            "{}inner{}",
+            "<table><tr><td>a</td><td>".repeat(depth),
+            "</td></tr><tr><td>x</td><td>y</td></tr></table>".repeat(depth)
+        );
+        let out = md(&page);
+        assert!(out.starts_with("a\n\na\n\n"), "{out}");
+        assert!(out.contains("inner"));
+    }
+
+    #[test]
+    fn quotes_and_list_items() {
+        assert_eq!(
+            md("<blockquote><p>one</p><p>two</p><blockquote>deep</blockquote></blockquote>"),
+            "> one\n>\n> two\n>\n> > deep"
+        );
+        assert_eq!(
+            md("<p>He said <q>hi</q> in <cite>Book</cite>.</p>"),
+            "He said \"hi\" in Book."
+        );
+        assert_eq!(
+            md("<ol><li><p>first</p><p>more</p></li><li>second<ul><li>inner</li></ul></li></ol>"),
+            "1. first\n\n   more\n\n2. second\n   * inner"
+        );
+        let many: String = (1..=12).map(|i| format!("<li>{i}</li>")).collect();
+        assert!(md(&format!("<ol>{many}</ol>")).ends_with("11. 11\n12. 12"));
+        // A huge quote or list item is rewritten once, not per line.
+        let lines = "<br>line".repeat(50_000);
+        assert_eq!(
+            md(&format!("<blockquote>{lines}</blockquote>"))
+                .lines()
+                .count(),
+            50_000
+        );
+        assert_eq!(
+            md(&format!("<ul><li>{lines}</li></ul>")).lines().count(),
+            50_000
+        );
     }
 
     #[test]
@@ -233,7 +290,11 @@ mod tests {
     fn blank_lines_collapse() {
         assert_eq!(
             collapse_blank_lines("\n\n a  \n\n\n\n b\t\n \n\u{a0}\nc\n\n"),
-            " a\n\n b\n\nc"
+            "a\n\nb\n\nc"
+        );
+        assert_eq!(
+            collapse_blank_lines("* item\n  more\n```\n code\n\n\n\n```\n x"),
+            "* item\n  more\n```\n code\n\n```\nx"
         );
         let out = md("<div><p>a</p><div><div><p>b</p></div></div><br><br><br><p>c</p></div>");
         assert_eq!(out, "a\n\nb\n\nc");

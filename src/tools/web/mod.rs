@@ -6,6 +6,7 @@
 pub mod content;
 pub mod credentials;
 pub mod domains;
+mod handlers;
 pub mod http;
 pub mod markdown;
 pub mod search;
