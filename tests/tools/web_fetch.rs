@@ -362,6 +362,18 @@ fn gzip_bodies_are_decoded_and_corrupt_ones_are_parse_errors() {
 }
 
 #[test]
+fn html_nested_just_under_the_limit_converts() {
+    // html, body and 1020 levels of markup: recursion in html2md must hold.
+    let page = format!("<title>Deep</title>{}deep text", "<div><b>".repeat(510));
+    let answer = success(&fetch_url(&serve(Reply::html(page)).url("/")));
+    // Each <b> is bold again, as html2md writes nested emphasis.
+    assert_eq!(
+        answer["content"],
+        format!("{0}deep text{0}", "**".repeat(510))
+    );
+}
+
+#[test]
 fn pathologically_deep_html_is_a_parse_error_not_a_crash() {
     let server = serve(Reply::html(format!(
         "<title>Deep</title>{}x",
@@ -447,11 +459,13 @@ fn https_goes_through_tls() {
         &fetch_url(&format!("https://127.0.0.1:{port}/")),
         "NETWORK_ERROR",
     );
+    // Should the tool not have connected, this lets the accept return.
+    let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    server.join().unwrap();
     assert!(
         message.starts_with("Failed to fetch URL: TLS error: "),
         "{message}"
     );
-    server.join().unwrap();
 }
 
 #[test]
