@@ -6,6 +6,7 @@
 # Idempotent: run it again after a rebuild or when a tool is added.
 #   --shellclaw DIR   also link the schema names (file_read, ...) into DIR,
 #                     where shellclaw's dispatch looks for them.
+# IKIGAI_TOOLS_BIN=PATH installs that binary instead of building one.
 set -euo pipefail
 
 usage() { echo "usage: $0 [PREFIX] [--shellclaw DIR]" >&2; exit 2; }
@@ -22,9 +23,14 @@ while [ $# -gt 0 ]; do
 done
 
 here="$(cd "$(dirname "$0")" && pwd)"
-built="$here/target/release/ikigai-tools"
-# cargo decides whether anything changed; a no-op build takes a moment.
-(cd "$here" && cargo build --release --quiet)
+if [ -n "${IKIGAI_TOOLS_BIN:-}" ]; then
+  # An already built binary (the tests install their debug build this way).
+  built="$IKIGAI_TOOLS_BIN"
+else
+  built="$here/target/release/ikigai-tools"
+  # cargo decides whether anything changed; a no-op build takes a moment.
+  (cd "$here" && cargo build --release --quiet)
+fi
 
 mkdir -p "$prefix/bin" "$prefix/libexec/ikigai"
 install -m 0755 "$built" "$prefix/bin/ikigai-tools.new"
@@ -32,15 +38,21 @@ mv -f "$prefix/bin/ikigai-tools.new" "$prefix/bin/ikigai-tools"
 # bin/ikigai points at bin/ikigai-tools by a relative path.
 ln -sfn ikigai-tools "$prefix/bin/ikigai"
 
-for name in $("$prefix/bin/ikigai-tools" --list); do
+names=$("$prefix/bin/ikigai-tools" --list)
+for name in $names; do
   ln -sfn ../../bin/ikigai-tools "$prefix/libexec/ikigai/$name"
+done
+# A tool that left the table leaves no dangling name behind; other files stay.
+for link in "$prefix/libexec/ikigai"/*; do
+  [ -L "$link" ] && [ "$(readlink "$link")" = ../../bin/ikigai-tools ] || continue
+  grep -qxF "$(basename "$link")" <<<"$names" || rm -f "$link"
 done
 
 if [ -n "$shellclaw" ]; then
   mkdir -p "$shellclaw"
-  for name in $("$prefix/bin/ikigai-tools" --list); do
+  for name in $names; do
     ln -sfn "$prefix/bin/ikigai-tools" "$shellclaw/${name//-/_}"
   done
 fi
 
-echo "installed $prefix/bin/ikigai-tools, $prefix/bin/ikigai and $("$prefix/bin/ikigai-tools" --list | wc -l) tools in $prefix/libexec/ikigai"
+echo "installed $prefix/bin/ikigai-tools, $prefix/bin/ikigai and $(wc -w <<<"$names") tools in $prefix/libexec/ikigai"

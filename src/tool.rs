@@ -49,6 +49,7 @@ impl Env {
         }
     }
 
+    #[cfg(test)]
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
     where
         I: IntoIterator<Item = (K, V)>,

@@ -6,4 +6,5 @@ mod common;
 mod examples;
 mod front;
 mod host;
+mod install;
 mod tools;

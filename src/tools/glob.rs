@@ -10,9 +10,13 @@
 //! directories included, `dir/` for a pattern ending in `/`) plus `**`,
 //! sorted by the bytes of the printed path, one a line.
 //!
-//! Directories that cannot be read are skipped, as POSIX glob without
-//! `GLOB_ERR` (the spec's call) skips them, so READ_ERROR never occurs; a
-//! malformed pattern is INVALID_PATTERN, saying what is wrong.
+//! Directories below `path` that cannot be read are skipped, as POSIX glob
+//! without `GLOB_ERR` (the spec's call) skips them. `path` itself is another
+//! matter: when the directory the caller named cannot be read at all (missing,
+//! not a directory, no permission), nothing was searched, and "0 matches"
+//! would mislead the model into thinking the files are absent, so that is
+//! READ_ERROR, saying why. A malformed pattern is INVALID_PATTERN, saying what
+//! is wrong.
 
 use serde_json::{json, Map, Value};
 
@@ -61,6 +65,14 @@ impl Tool for Glob {
                 format!("Invalid glob pattern: {reason}"),
             )
         })?;
+        if !path.is_empty() && !pattern.starts_with('/') {
+            if let Err(e) = std::fs::read_dir(path) {
+                return Err(ToolError::new(
+                    ErrorCode::ReadError,
+                    format!("Read error during glob: cannot read directory {path}: {e}"),
+                ));
+            }
+        }
         let mut paths: Vec<Vec<u8>> = match glob {
             Some(glob) => search::walk(&glob, search::threads(), || Paths(Vec::new()))
                 .into_iter()

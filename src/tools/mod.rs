@@ -11,6 +11,10 @@ mod fs;
 mod glob;
 mod grep;
 mod search;
+mod web;
+mod web_fetch;
+mod web_search_brave;
+mod web_search_google;
 
 pub static TOOLS: &[&dyn Tool] = &[
     &bash::Bash,
@@ -19,6 +23,9 @@ pub static TOOLS: &[&dyn Tool] = &[
     &file_edit::FileEdit,
     &glob::Glob,
     &grep::Grep,
+    &web_search_brave::WebSearchBrave,
+    &web_search_google::WebSearchGoogle,
+    &web_fetch::WebFetch,
 ];
 
 /// A tool by its command name (`file-read`) or schema name (`file_read`).

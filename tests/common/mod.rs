@@ -3,6 +3,8 @@
 //! the first argument (shellclaw protocol), and parses what it prints.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};

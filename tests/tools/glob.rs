@@ -151,10 +151,27 @@ fn no_match_is_empty_not_an_error() {
     assert_eq!(glob_in(dir.path(), "*.rs"), none);
     assert_eq!(glob_in(dir.path(), "missing/*.txt"), none);
     assert_eq!(glob_in(dir.path(), ""), none);
-    assert_eq!(
-        call("glob", json!({"pattern": "*", "path": "/nonexistent/dir"})),
-        none
-    );
+}
+
+#[test]
+fn a_path_that_cannot_be_read_is_read_error() {
+    let dir = tree(&["a.txt"]);
+    let file = dir.path().join("a.txt");
+    for (path, why) in [
+        ("/nonexistent/dir", "No such file or directory"),
+        (file.to_str().unwrap(), "Not a directory"),
+    ] {
+        let answer = call("glob", json!({"pattern": "*", "path": path}));
+        assert_eq!(answer["error_code"], "READ_ERROR", "{answer}");
+        let message = answer["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "Read error during glob: cannot read directory {path}: "
+            )),
+            "{message}"
+        );
+        assert!(message.contains(why), "{message}");
+    }
 }
 
 #[test]

@@ -8,3 +8,7 @@ mod file_write;
 mod glob;
 mod grep;
 mod protocol;
+mod web_fetch;
+mod web_search_brave;
+mod web_search_google;
+mod web_support;
