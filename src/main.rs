@@ -9,6 +9,7 @@ mod host;
 mod tool;
 mod tool_main;
 mod tools;
+mod truncate;
 
 use std::process::ExitCode;
 

@@ -33,6 +33,11 @@ pub trait Tool: Sync {
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError>;
 }
 
+/// Set by a host in a tool's environment: how many bytes of the tool's
+/// stdout it keeps. Part of the protocol between host and tool, not a
+/// setting for people.
+pub const MAX_OUTPUT_VAR: &str = "IKIGAI_MAX_OUTPUT";
+
 /// A snapshot of the process environment, so tools read configuration in
 /// one way and unit tests can hand them any environment they like.
 #[derive(Clone, Debug, Default)]
@@ -75,6 +80,12 @@ impl Env {
     /// Stub mode (decision 10): deterministic answers, no network.
     pub fn stub(&self) -> bool {
         self.var("SHELLCLAW_STUB") == Some("1") || self.var("IKIGAI_STUB") == Some("1")
+    }
+
+    /// The most bytes the host keeps of a tool's stdout, when it says so
+    /// (`MAX_OUTPUT_VAR`); the answer is fitted to it (see `truncate`).
+    pub fn max_output(&self) -> Option<usize> {
+        self.var(MAX_OUTPUT_VAR)?.parse().ok()
     }
 
     pub fn home(&self) -> Option<PathBuf> {

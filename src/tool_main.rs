@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use crate::args;
 use crate::error::ToolError;
 use crate::tool::{Env, Family, Tool};
+use crate::truncate;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Protocol {
@@ -56,13 +57,18 @@ pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
     finish(tool, protocol, result)
 }
 
-/// Parses, validates and executes: the whole call minus the I/O.
+/// Parses, validates, executes and fits the answer to the host's cap: the
+/// whole call minus the I/O.
 pub fn call(tool: &dyn Tool, input: &[u8], env: &Env) -> Result<Value, ToolError> {
     let raw = args::parse_input(input)?;
     let schema: Value =
         serde_json::from_str(tool.schema()).expect("tool schemas are valid JSON (tested)");
     let valid = args::validate(&schema, &raw)?;
-    tool.execute(&valid, env)
+    let mut answer = tool.execute(&valid, env)?;
+    if let Some(cap) = env.max_output() {
+        truncate::fit(&mut answer, cap);
+    }
+    Ok(answer)
 }
 
 /// The JSON a failure answers with, in the tool's family convention.

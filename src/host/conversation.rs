@@ -15,8 +15,10 @@ use std::sync::{mpsc, Arc};
 
 use serde_json::{json, Value};
 
+use super::exec::CallOutcome;
 use super::model::{
-    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
+    stream_cancellable, Message, ModelClient, ModelError, ProviderKind, Request, ToolCall,
+    ToolResult,
 };
 use super::session::{Entry, Session};
 use crate::error::ErrorCode;
@@ -35,18 +37,10 @@ pub trait ToolHost: Sync {
         true
     }
     /// The tools array in `format`, waiting for discovery if it still runs.
-    fn tools_array(&self, format: ToolFormat) -> Value;
+    fn tools_array(&self, format: ProviderKind) -> Value;
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
-    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome;
-}
-
-/// One tool call's result: the envelope for the model, and the events
-/// (`config_required`, ...) that are for the person alone.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolOutcome {
-    pub envelope: Value,
-    pub events: Vec<Value>,
+    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
 }
 
 /// What the person sees, in the order things happen.
@@ -58,7 +52,7 @@ pub trait Ui {
     /// The reply (or what came of it) is over.
     fn end_text(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
-    fn tool_outcome(&mut self, call: &ToolCall, outcome: &ToolOutcome);
+    fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome);
     /// An event a tool reported for the person (`config_required`).
     fn event(&mut self, event: &Value);
     fn notice(&mut self, text: &str);
@@ -283,7 +277,7 @@ impl Conversation {
         for call in calls {
             ui.tool_call(call);
         }
-        let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+        let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for (index, call) in calls.iter().enumerate() {
@@ -468,7 +462,7 @@ pub fn short_call(call: &ToolCall, max: usize) -> String {
 }
 
 /// One line saying how a call went, and whether it failed.
-pub fn short_outcome(outcome: &ToolOutcome, max: usize) -> (bool, String) {
+pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
     let envelope = &outcome.envelope;
     let failure = |e: &Value| {
         let code = e["error_code"].as_str().unwrap_or("ERROR");
@@ -539,8 +533,8 @@ mod tests {
         fn model(&self) -> &str {
             "m1"
         }
-        fn tool_format(&self) -> ToolFormat {
-            ToolFormat::Anthropic
+        fn tool_format(&self) -> ProviderKind {
+            ProviderKind::Anthropic
         }
         fn stream(
             &self,
@@ -569,14 +563,15 @@ mod tests {
     }
 
     impl ToolHost for FakeHost {
-        fn tools_array(&self, format: ToolFormat) -> Value {
+        fn tools_array(&self, format: ProviderKind) -> Value {
             json!([{"format": format!("{format:?}")}])
         }
-        fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome {
+        fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
-            let ok = |result: Value| ToolOutcome {
+            let ok = |result: Value| CallOutcome {
                 envelope: json!({"tool_success": true, "result": result}),
                 events: vec![],
+                success: true,
             };
             match name {
                 "echo" => ok(arguments.clone()),
@@ -586,23 +581,26 @@ mod tests {
                     ));
                     ok(json!({"n": arguments["n"]}))
                 }
-                "needs_key" => ToolOutcome {
+                "needs_key" => CallOutcome {
                     envelope: json!({"tool_success": false, "error": "no key", "error_code": "AUTH_MISSING"}),
                     events: vec![json!({"kind": "config_required", "message": "set KEY"})],
+                    success: false,
                 },
                 "forever" => {
                     let cancel = cancel.expect("a cancel flag");
                     while !cancel.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(5));
                     }
-                    ToolOutcome {
+                    CallOutcome {
                         envelope: not_run("killed", ErrorCode::ToolTimeout),
                         events: vec![],
+                        success: false,
                     }
                 }
-                _ => ToolOutcome {
+                _ => CallOutcome {
                     envelope: not_run(&format!("Tool '{name}' not found"), ErrorCode::ToolNotFound),
                     events: vec![],
+                    success: false,
                 },
             }
         }
@@ -620,7 +618,7 @@ mod tests {
         fn tool_call(&mut self, call: &ToolCall) {
             self.0.push(format!("call {}", short_call(call, 80)));
         }
-        fn tool_outcome(&mut self, call: &ToolCall, outcome: &ToolOutcome) {
+        fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome) {
             self.0.push(format!(
                 "outcome {} {}",
                 call.name,
@@ -868,7 +866,8 @@ mod tests {
         assert_eq!(short_call(&c, 10), "bash(comm…");
         let outcome = |e: Value| {
             short_outcome(
-                &ToolOutcome {
+                &CallOutcome {
+                    success: e["tool_success"] == true,
                     envelope: e,
                     events: vec![],
                 },

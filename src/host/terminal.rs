@@ -21,9 +21,8 @@ use rustyline::{
 };
 use serde_json::Value;
 
-use super::conversation::{
-    short_call, short_outcome, Conversation, ToolHost, ToolOutcome, TurnEnd, Ui,
-};
+use super::conversation::{short_call, short_outcome, Conversation, ToolHost, TurnEnd, Ui};
+use super::exec::CallOutcome;
 use super::model::ToolCall;
 
 /// Set by SIGINT; cleared before each message.
@@ -212,7 +211,7 @@ impl Ui for TermUi {
         self.line(&text);
     }
 
-    fn tool_outcome(&mut self, call: &ToolCall, outcome: &ToolOutcome) {
+    fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome) {
         let (ok, summary) = short_outcome(outcome, 100);
         let mark = if ok {
             self.err.green("✓")

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::commands::{self, Flow, HostState};
 use super::config::Config;
-use super::conversation::{ToolHost, ToolOutcome};
-use super::model::ToolFormat;
+use super::conversation::ToolHost;
+use super::exec::CallOutcome;
 use super::provider::{self, ProviderKind};
 use super::registry::Registry;
 use super::terminal::{say, Commands};
@@ -74,23 +74,14 @@ impl ToolHost for Tools {
         pending.as_ref().is_none_or(|h| h.is_finished())
     }
 
-    fn tools_array(&self, format: ToolFormat) -> Value {
-        let kind = match format {
-            ToolFormat::OpenAiChat => ProviderKind::OpenAiChat,
-            ToolFormat::Anthropic => ProviderKind::Anthropic,
-            ToolFormat::Google => ProviderKind::Google,
-        };
+    fn tools_array(&self, kind: ProviderKind) -> Value {
         self.with_registry(|s| provider::tools_array(kind, &s.registry))
     }
 
-    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> ToolOutcome {
-        let outcome = self.with_registry(|s| {
+    fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
+        self.with_registry(|s| {
             super::exec::call(&s.registry, name, arguments, &s.config.limits, cancel)
-        });
-        ToolOutcome {
-            envelope: outcome.envelope,
-            events: outcome.events,
-        }
+        })
     }
 }
 
@@ -143,7 +134,7 @@ mod tests {
         // start returned while discovery is still held back.
         assert!(!tools.ready());
         std::thread::scope(|scope| {
-            let asking = scope.spawn(|| tools.tools_array(ToolFormat::Anthropic));
+            let asking = scope.spawn(|| tools.tools_array(ProviderKind::Anthropic));
             // Most likely the request is waiting by now; either way it must
             // get the discovered tools, never an empty array.
             std::thread::sleep(std::time::Duration::from_millis(50));

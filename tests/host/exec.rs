@@ -119,6 +119,34 @@ fn our_bash_through_the_host() {
 }
 
 #[test]
+fn our_tools_fit_a_long_answer_into_the_cap() {
+    // Without the fit the host would cut the JSON and the model would get
+    // INVALID_OUTPUT; with it, a valid answer keeps the head and the tail.
+    let d = host();
+    let (envelope, out) = d.call(
+        &["--max-output", "64K"],
+        "bash",
+        &json!({"command": "seq 1 100000; exit 3"}),
+    );
+    assert!(out.stdout.len() < 64 * 1024 + 1024, "{}", out.stdout.len());
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert!(envelope.get("truncated").is_none(), "{envelope}");
+    let output = envelope["result"]["output"].as_str().unwrap();
+    assert!(output.starts_with("1\n2\n3\n"), "{}", &output[..20]);
+    assert!(
+        output.ends_with("\n99999\n100000"),
+        "{}",
+        &output[output.len() - 20..]
+    );
+    assert!(output.contains("bytes omitted: the answer exceeds the 65536-byte output limit"));
+    assert_eq!(envelope["result"]["exit_code"], 3);
+
+    // Called directly, with no host cap, the answer is whole.
+    let direct = crate::common::call("bash", json!({"command": "seq 1 100000"}));
+    assert_eq!(direct["output"].as_str().unwrap().lines().count(), 100_000);
+}
+
+#[test]
 fn a_crash_by_signal_reports_128_plus_n() {
     let d = host();
     let (envelope, _) = d.call(&[], "segv", &json!({}));

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::http::{self, event_json};
 use super::{
-    arguments_object, Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat,
+    arguments_object, Message, ModelClient, ModelError, ProviderKind, Reply, Request, ToolCall,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -54,8 +54,8 @@ impl ModelClient for Gemini {
     fn model(&self) -> &str {
         &self.model
     }
-    fn tool_format(&self) -> ToolFormat {
-        ToolFormat::Google
+    fn tool_format(&self) -> ProviderKind {
+        ProviderKind::Google
     }
 
     fn stream(

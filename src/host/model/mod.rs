@@ -21,6 +21,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The tools-array format a client sends: the host's own provider formats.
+pub use crate::host::provider::ProviderKind;
+
 /// One tool call the model asked for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -74,14 +77,6 @@ pub enum Message {
     },
 }
 
-/// Which tools-array format a client sends (the host builds it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ToolFormat {
-    OpenAiChat,
-    Anthropic,
-    Google,
-}
-
 /// Everything one model request needs; owned, so it can cross to the
 /// request thread.
 #[derive(Clone, Debug)]
@@ -132,7 +127,7 @@ pub trait ModelClient: Send + Sync {
     /// The provider's name for people: "openai", "anthropic", ...
     fn provider(&self) -> &'static str;
     fn model(&self) -> &str;
-    fn tool_format(&self) -> ToolFormat;
+    fn tool_format(&self) -> ProviderKind;
     fn stream(&self, request: &Request, on_text: &mut dyn FnMut(&str))
         -> Result<Reply, ModelError>;
 }
@@ -248,8 +243,8 @@ mod tests {
         fn model(&self) -> &str {
             "m"
         }
-        fn tool_format(&self) -> ToolFormat {
-            ToolFormat::OpenAiChat
+        fn tool_format(&self) -> ProviderKind {
+            ProviderKind::OpenAiChat
         }
         fn stream(&self, _: &Request, on_text: &mut dyn FnMut(&str)) -> Result<Reply, ModelError> {
             on_text("partial");

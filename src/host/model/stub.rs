@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat};
+use super::{Message, ModelClient, ModelError, ProviderKind, Reply, Request, ToolCall};
 
 pub struct Stub;
 
@@ -19,8 +19,8 @@ impl ModelClient for Stub {
     fn model(&self) -> &str {
         "stub"
     }
-    fn tool_format(&self) -> ToolFormat {
-        ToolFormat::OpenAiChat
+    fn tool_format(&self) -> ProviderKind {
+        ProviderKind::OpenAiChat
     }
 
     fn stream(
