@@ -407,13 +407,31 @@ fn a_background_job_left_behind_does_not_hold_the_answer() {
         .env("IKIGAI_TEST_PIDFILE", &pidfile)
         .args(["call", "lingering", "{}"])
         .output();
-    let _job = Pid::read(&pidfile);
+    let job = Pid::read(&pidfile);
     assert_eq!(
         out.json(),
         json!({"tool_success": true, "result": {"ok": true}})
     );
     // Well before the 30 s timeout.
     assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(job.dies(), "the background job outlived the call");
+}
+
+#[test]
+fn a_detached_background_job_dies_with_a_call_that_succeeds() {
+    // No pipe held: nothing but the end of the call can stop it.
+    let d = host();
+    let pidfile = d.path("pid");
+    let command = format!(
+        "sleep 301 >/dev/null 2>&1 & echo $! > {}; echo done",
+        pidfile.display()
+    );
+    let (envelope, _) = d.call(&[], "bash", &json!({"command": command}));
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert!(
+        Pid::read(&pidfile).dies(),
+        "a background job outlived the call"
+    );
 }
 
 #[test]
