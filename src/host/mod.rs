@@ -39,6 +39,7 @@ mod conversation;
 mod keys;
 mod model;
 mod session;
+mod signals;
 mod terminal;
 mod tool_host;
 
@@ -314,8 +315,19 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
             String::from_utf8_lossy(&buf).into_owned()
         }
     };
+    // The tool runs in its own process group, so the host must kill it on
+    // Ctrl-C, SIGTERM or SIGHUP, and then end with 128+N.
+    signals::install(true);
     let registry = discovery::discover(config);
-    let outcome = exec::call_text(&registry, &cmd.name, &arguments, &config.limits, None);
+    let outcome = signals::guarded(|cancel| {
+        exec::call_text(
+            &registry,
+            &cmd.name,
+            &arguments,
+            &config.limits,
+            Some(cancel),
+        )
+    });
     {
         let mut err = io::stderr().lock();
         for event in &outcome.events {
@@ -323,6 +335,7 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
         }
     }
     say(&outcome.envelope.to_string());
+    signals::end_if_signalled();
     if outcome.success {
         ExitCode::SUCCESS
     } else {

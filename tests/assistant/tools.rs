@@ -322,6 +322,26 @@ fn commands_and_messages_on_stdin_and_the_stub_calling_tools() {
 }
 
 #[test]
+fn sigterm_and_sighup_kill_the_running_tool_and_end_the_assistant() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let home = tempfile::tempdir().unwrap();
+        install_tools(home.path());
+        let pidfile = home.path().join("sleeper.pid");
+        let command = format!(
+            "echo $$ > {}.tmp; mv {0}.tmp {0}; sleep 322",
+            pidfile.display()
+        );
+        let message = format!("call bash {}", json!({ "command": command }));
+        let out = super::ikigai(home.path())
+            .args(["--provider", "stub", "-p", &message])
+            .output_signalling(signal, || pidfile.exists());
+        assert_eq!(out.code, code, "signal {signal}: {out:?}");
+        let pid = crate::host::Pid::read(&pidfile);
+        assert!(pid.dies(), "the tool outlived signal {signal}");
+    }
+}
+
+#[test]
 fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
     let home = tempfile::tempdir().unwrap();
     install_tools(home.path());

@@ -540,3 +540,28 @@ fn our_tools_take_null_optionals_as_absent() {
         assert_ne!(envelope["error_code"], "INVALID_ARG", "{name}: {envelope}");
     }
 }
+
+#[test]
+fn a_signal_to_the_host_kills_the_running_tool_and_ends_with_128_plus_n() {
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let d = host();
+        let pidfile = d.path("pid");
+        let command = format!(
+            "echo $$ > {}.tmp; mv {0}.tmp {0}; sleep 331",
+            pidfile.display()
+        );
+        let out = d
+            .ikigai()
+            .args(["call", "bash", &json!({ "command": command }).to_string()])
+            .output_signalling(signal, || pidfile.exists());
+        assert_eq!(out.code, code, "signal {signal}: {out:?}");
+        assert!(
+            Pid::read(&pidfile).dies(),
+            "the tool outlived signal {signal} to the host"
+        );
+    }
+}
