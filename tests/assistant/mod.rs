@@ -168,6 +168,17 @@ fn malformed_replies_and_unreachable_servers_are_errors_not_crashes() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("not JSON"), "{}", out.stderr);
 
+    // A stream with no line end is refused at the line cap, not hoarded.
+    let server = ModelServer::start(Api::OpenAi, vec![Reply::Raw("x".repeat(5 << 20))]);
+    let out = against(&server, home.path()).args(["-p", "hi"]).output();
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("unreadable reply: a line of the event stream is longer"),
+        "{}",
+        out.stderr
+    );
+
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);

@@ -72,7 +72,10 @@ pub fn post_sse(
     if let Some(e) = failure {
         return Err(e);
     }
-    read.map_err(|e| ModelError::Network(format!("connection lost mid-reply: {e}")))
+    read.map_err(|e| match e {
+        sse::ReadError::Io(e) => ModelError::Network(format!("connection lost mid-reply: {e}")),
+        sse::ReadError::TooBig(why) => ModelError::Malformed(why),
+    })
 }
 
 /// The provider's explanation in an error body: `error.message` (all three
