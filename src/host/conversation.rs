@@ -195,6 +195,9 @@ impl Conversation {
             );
             ui.end_text();
             let reply = match result {
+                Ok(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+                    return self.failed(&*client, ModelError::Empty, ui);
+                }
                 Ok(reply) => reply,
                 Err(error) => {
                     // What the person saw stays in the conversation.

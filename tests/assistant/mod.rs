@@ -161,6 +161,29 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
 }
 
 #[test]
+fn an_empty_reply_is_said_and_kept_out_of_the_history() {
+    for api in APIS {
+        let home = tempfile::tempdir().unwrap();
+        let server = ModelServer::start(api, vec![text(""), text("Fine.")]);
+        let out = against(&server, home.path()).stdin("one\ntwo\n").output();
+        assert_eq!(out.code, 1, "{api:?} {out:?}");
+        assert!(
+            out.stderr.contains("the model returned an empty reply"),
+            "{api:?} {}",
+            out.stderr
+        );
+        assert_eq!(out.stdout, "Fine.\n", "{api:?}");
+        let last = &server.requests()[1].body;
+        assert_eq!(user_texts(api, last), ["one", "two"], "{api:?}");
+        let body = last.to_string();
+        assert!(
+            !body.contains(r#""content":null"#) && !body.contains(r#""content":"""#),
+            "{api:?}: an empty reply reached the history: {body}"
+        );
+    }
+}
+
+#[test]
 fn malformed_replies_and_unreachable_servers_are_errors_not_crashes() {
     let home = tempfile::tempdir().unwrap();
     let server = ModelServer::start(Api::OpenAi, vec![Reply::Raw("data: {not json\n\n".into())]);

@@ -107,6 +107,9 @@ pub enum ModelError {
     Reported(String),
     /// The person pressed Ctrl-C.
     Cancelled,
+    /// A reply with neither text nor tool calls: nothing to add to the
+    /// history (OpenAI refuses an assistant message without content).
+    Empty,
 }
 
 impl std::fmt::Display for ModelError {
@@ -117,6 +120,7 @@ impl std::fmt::Display for ModelError {
             ModelError::Malformed(m) => write!(f, "unreadable reply: {m}"),
             ModelError::Reported(m) => write!(f, "error in the reply: {m}"),
             ModelError::Cancelled => write!(f, "cancelled"),
+            ModelError::Empty => write!(f, "the model returned an empty reply"),
         }
     }
 }
