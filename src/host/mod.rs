@@ -190,6 +190,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             };
         }
     };
+    // Discovery holds three descriptors per probe in flight.
+    discovery::raise_open_file_limit();
     let config = Config::from_process(cli.overrides());
     match cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&config, &cmd),
