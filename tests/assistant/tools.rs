@@ -388,3 +388,26 @@ fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
         ["sleep please", "next"]
     );
 }
+
+#[test]
+fn arguments_that_are_not_json_are_reported_as_such() {
+    let home = tempfile::tempdir().unwrap();
+    install_tools(home.path());
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+        "id": "call_1", "type": "function",
+        "function": {"name": "bash", "arguments": "{\"command\": oops"}}]}}]});
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            Reply::Raw(format!("data: {call}\n\ndata: {end}\n\ndata: [DONE]\n\n")),
+            text("Sorry."),
+        ],
+    );
+    let out = against(&server, home.path()).args(["-p", "go"]).output();
+    no_problems(&server, &out);
+    let got = envelopes(Api::OpenAi, &server.requests()[1].body);
+    assert_eq!(got[0].1["error_code"], "INVALID_PARAMS", "{got:?}");
+    let error = got[0].1["error"].as_str().unwrap();
+    assert!(error.contains("arguments are not valid JSON: "), "{error}");
+}
