@@ -203,6 +203,11 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         }
         Some(Subcommand::Call(cmd)) => call(&config, &cmd),
         None => {
+            if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) {
+                eprintln!("ikigai: -p needs a message; it is empty");
+                eprintln!("Run ikigai --help for the commands and options.");
+                return ExitCode::from(2);
+            }
             let options = assistant::Options {
                 provider: cli.provider,
                 model: cli.model,

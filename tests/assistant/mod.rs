@@ -492,3 +492,15 @@ fn ctrl_c_stops_a_hanging_request_and_the_next_message_goes_on() {
         ["first", "second"]
     );
 }
+
+#[test]
+fn a_blank_prompt_is_a_usage_error_and_nothing_is_sent() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::OpenAi, vec![text("never")]);
+    for blank in ["", "   ", "\n\t"] {
+        let out = against(&server, home.path()).args(["-p", blank]).output();
+        assert_eq!(out.code, 2, "{blank:?}: {out:?}");
+        assert!(out.stderr.contains("-p needs a message"), "{out:?}");
+    }
+    assert!(server.requests().is_empty());
+}
