@@ -15,12 +15,14 @@ use std::sync::{mpsc, Arc};
 
 use serde_json::{json, Value};
 
+use super::envelope;
 use super::exec::CallOutcome;
 use super::model::{
     stream_cancellable, Message, ModelClient, ModelError, ProviderKind, Request, ToolCall,
     ToolResult,
 };
 use super::session::{Entry, Session};
+use super::text::clip;
 use crate::error::ErrorCode;
 
 /// The built-in part of the system prompt.
@@ -231,7 +233,7 @@ impl Conversation {
                     .map(|c| ToolResult {
                         call_id: c.id.clone(),
                         name: c.name.clone(),
-                        envelope: not_run(
+                        envelope: envelope::refused(
                             &format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
                             ErrorCode::ToolRoundLimit,
                         ),
@@ -325,7 +327,7 @@ impl Conversation {
                 name: call.name.clone(),
                 // A call thread that died (a panic in the host) still answers.
                 envelope: outcome.map(|o| o.envelope).unwrap_or_else(|| {
-                    not_run(
+                    envelope::refused(
                         &format!("Tool '{}' produced no result", call.name),
                         ErrorCode::ToolCrashed,
                     )
@@ -406,18 +408,6 @@ impl Conversation {
     }
 }
 
-/// A failure envelope for a call the host never ran, in the host's shape.
-fn not_run(error: &str, code: ErrorCode) -> Value {
-    json!({
-        "tool_success": false,
-        "error": error,
-        "error_code": code.as_str(),
-        "exit_code": null,
-        "stdout": "",
-        "stderr": "",
-    })
-}
-
 /// The system prompt: the built-in one, then every `*.md` in `context_dir`
 /// in alphabetical order, joined with `---` (shellclaw-interface.md,
 /// "Context modules"). Unreadable modules are reported and left out.
@@ -456,10 +446,10 @@ pub fn short_call(call: &ToolCall, max: usize) -> String {
     let args = match &call.arguments {
         Value::Object(map) => map
             .iter()
-            .map(|(k, v)| format!("{k}: {}", one_line(v)))
+            .map(|(k, v)| format!("{k}: {}", short_value(v)))
             .collect::<Vec<_>>()
             .join(", "),
-        other => one_line(other),
+        other => short_value(other),
     };
     clip(&format!("{}({args})", call.name), max)
 }
@@ -491,19 +481,12 @@ pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
     (true, line)
 }
 
-fn one_line(value: &Value) -> String {
+fn short_value(value: &Value) -> String {
     let text = match value {
         Value::String(s) => format!("{s:?}"),
         other => other.to_string(),
     };
     clip(&text, 60)
-}
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max.saturating_sub(1)) {
-        Some((at, _)) if text.chars().count() > max => format!("{}…", &text[..at]),
-        _ => text.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -595,13 +578,16 @@ mod tests {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     CallOutcome {
-                        envelope: not_run("killed", ErrorCode::ToolTimeout),
+                        envelope: envelope::refused("killed", ErrorCode::ToolTimeout),
                         events: vec![],
                         success: false,
                     }
                 }
                 _ => CallOutcome {
-                    envelope: not_run(&format!("Tool '{name}' not found"), ErrorCode::ToolNotFound),
+                    envelope: envelope::refused(
+                        &format!("Tool '{name}' not found"),
+                        ErrorCode::ToolNotFound,
+                    ),
                     events: vec![],
                     success: false,
                 },

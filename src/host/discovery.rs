@@ -366,10 +366,7 @@ fn first_line(text: &str) -> String {
 
 /// At most QUOTE characters of a tool's own words.
 fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_string(),
-    }
+    super::text::clip(text, QUOTE)
 }
 
 #[cfg(test)]
@@ -380,7 +377,7 @@ mod tests {
     fn quotes_are_short() {
         assert_eq!(quote("abc"), "abc");
         let long = "é".repeat(200);
-        assert_eq!(quote(&long).chars().count(), QUOTE + 3);
+        assert_eq!(quote(&long).chars().count(), QUOTE);
         assert_eq!(first_line("\n  \n  oops: bad\nmore"), "oops: bad");
     }
 

@@ -41,6 +41,7 @@ mod model;
 mod session;
 mod signals;
 mod terminal;
+mod text;
 mod tool_host;
 
 use config::{parse_size, parse_timeout, Config, Overrides};
@@ -268,10 +269,7 @@ fn table(registry: &Registry, config: &Config) -> String {
                 e.name.clone(),
                 e.protocol.as_str().to_string(),
                 e.path.display().to_string(),
-                e.description
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                text::one_line(&e.description),
             ]
         })
         .collect();

@@ -362,23 +362,10 @@ fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
     no_problems(&server, &out);
     assert!(out.stderr.contains("Interrupted"), "{out:?}");
     assert!(out.stdout.ends_with("Next answer.\n"), "{out:?}");
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     // Gone, or a zombie nobody reaped yet: either way no longer running.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .chars()
-        .next();
     assert!(
-        matches!(state, None | Some('Z') | Some('X')),
-        "the tool's shell {pid} survived Ctrl-C: {stat}"
+        crate::host::Pid::read(&pidfile).dead(),
+        "the tool's shell survived Ctrl-C"
     );
     let requests = server.requests();
     let got = envelopes(Api::OpenAi, &requests[1].body);

@@ -133,11 +133,11 @@ pub fn error_message(body: &str) -> String {
     shorten(body, 500)
 }
 
-/// `text` cut to at most `max` characters, saying so.
+/// `text` cut to at most `max` characters, saying how much was cut.
 pub fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}... ({} more bytes)", &text[..at], text.len() - at),
-        None => text.to_string(),
+    match crate::host::text::split_chars(text, max) {
+        (kept, "") => kept.to_string(),
+        (kept, cut) => format!("{kept}... ({} more bytes)", cut.len()),
     }
 }
 
