@@ -28,13 +28,15 @@ const BY_KEY: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::
 
 impl Provider {
     pub fn parse(name: &str) -> Option<Provider> {
-        match name.to_ascii_lowercase().as_str() {
-            "openai" => Some(Provider::OpenAi),
-            "anthropic" => Some(Provider::Anthropic),
-            "google" | "gemini" => Some(Provider::Google),
-            "stub" => Some(Provider::Stub),
-            _ => None,
-        }
+        let name = super::provider::canonical_name(name);
+        [
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Google,
+            Provider::Stub,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
     }
 
     /// The name used on the command line and in credentials.json.

@@ -143,6 +143,7 @@ pub struct ToolsCommand {
 /// print the tools array in a model provider's format.
 pub struct SchemaCommand {
     /// openai (Chat Completions), openai-responses, anthropic or google
+    /// (or gemini; any case)
     #[argh(option)]
     pub provider: ProviderKind,
 }

@@ -324,6 +324,9 @@ fn check_gemini(node: &Map<String, Value>, path: &str) {
 fn google_gemini_openapi_subset() {
     let d = registry();
     let tools = schema(&d, "google");
+    // The assistant's own names are accepted here too.
+    assert_eq!(schema(&d, "gemini"), tools);
+    assert_eq!(schema(&d, "Google"), tools);
     assert_eq!(tools.len(), 1);
     let declarations = tools[0]["functionDeclarations"].as_array().unwrap();
     let expected = expected();
