@@ -90,9 +90,9 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
         })?),
         None => None,
     };
-    let path = credentials_path(env);
+    let path = crate::credentials::path(env);
     let mut warnings = Vec::new();
-    let file = match read_credentials(path.as_ref()) {
+    let file = match read_credentials(env) {
         Ok(file) => file,
         Err(e) => {
             warnings.push(e);
@@ -151,25 +151,13 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
     Ok(Choice { client, warnings })
 }
 
-fn credentials_path(env: &Env) -> Option<PathBuf> {
-    env.config_dir().map(|d| d.join("credentials.json"))
-}
-
 /// The credentials file as JSON; a missing file is an empty one.
-fn read_credentials(path: Option<&PathBuf>) -> Result<Value, String> {
-    let Some(path) = path else {
-        return Ok(Value::Null);
-    };
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v) if v.is_object() => Ok(v),
-        Ok(_) => Err(format!("{} is not a JSON object; ignored", path.display())),
-        Err(e) => Err(format!(
-            "{} is not valid JSON ({e}); ignored",
+fn read_credentials(env: &Env) -> Result<Value, String> {
+    match crate::credentials::read(env)? {
+        None => Ok(Value::Null),
+        Some((_, v)) if v.is_object() => Ok(v),
+        Some((path, _)) => Err(format!(
+            "credentials file {} is not a JSON object; ignored",
             path.display()
         )),
     }
@@ -260,7 +248,15 @@ mod tests {
             &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
         )
         .unwrap();
-        assert!(c.warnings[0].contains("not valid JSON"), "{:?}", c.warnings);
+        let file = dir.path().join("ikigai/credentials.json");
+        assert!(
+            c.warnings[0].starts_with(&format!(
+                "credentials file {} is not valid JSON",
+                file.display()
+            )),
+            "{:?}",
+            c.warnings
+        );
         assert!(c.client.is_err());
     }
 
