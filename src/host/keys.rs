@@ -107,7 +107,12 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
                 .map(str::to_string)
         })
     };
-    let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| key_of(*p).is_some())) {
+    // OPENAI_BASE_URL alone configures OpenAI: a local compatible server
+    // may want no key.
+    let configured = |p: Provider| {
+        key_of(p).is_some() || (p == Provider::OpenAi && env.var("OPENAI_BASE_URL").is_some())
+    };
+    let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| configured(*p))) {
         Some(p) => p,
         None => {
             return Ok(Choice {
@@ -258,6 +263,16 @@ mod tests {
             c.warnings
         );
         assert!(c.client.is_err());
+    }
+
+    #[test]
+    fn a_base_url_alone_chooses_openai() {
+        let e = env(&[
+            ("HOME", "/nonexistent"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+            ("ANTHROPIC_API_KEY", "a"),
+        ]);
+        assert_eq!(provider_of(&choose(None, None, &e).unwrap()).0, "openai");
     }
 
     #[test]

@@ -504,3 +504,16 @@ fn a_blank_prompt_is_a_usage_error_and_nothing_is_sent() {
     }
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn a_keyless_local_openai_server_is_chosen_by_its_base_url() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_keyless(vec![text("Local.")]);
+    let out = ikigai(home.path())
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["-p", "hi"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    no_problems(&server, &out);
+    assert_eq!(out.stdout, "Local.\n");
+}
