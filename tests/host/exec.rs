@@ -90,6 +90,14 @@ fn shellclaw_protocol_gets_arguments_in_dollar_one() {
         envelope,
         json!({"tool_success": true, "result": "15C and sunny"})
     );
+    // Text longer than the cap is still its answer, cut, and says so.
+    let (envelope, _) = d.call(&["--max-output", "6"], "weather", &json!({"location": "x"}));
+    assert_eq!(
+        envelope,
+        json!({"tool_success": true,
+            "result": "15C\n[... 8 of 14 bytes omitted: output exceeds the 6-byte cap ...]\nny\n",
+            "truncated": {"stdout": {"total_bytes": 14, "omitted_bytes": 8}}})
+    );
 }
 
 #[test]
