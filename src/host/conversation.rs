@@ -40,6 +40,10 @@ pub trait ToolHost: Sync {
     }
     /// The tools array in `format`, waiting for discovery if it still runs.
     fn tools_array(&self, format: ProviderKind) -> Value;
+    /// The tools `format` cannot offer, by name (see `provider::left_out`).
+    fn left_out(&self, _format: ProviderKind) -> Vec<String> {
+        Vec::new()
+    }
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
@@ -82,6 +86,8 @@ pub struct Conversation {
     messages: Vec<Message>,
     max_tool_rounds: usize,
     log: Log,
+    /// Tools already said to be left out of the provider's array.
+    told_left_out: Vec<String>,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -111,6 +117,7 @@ impl Conversation {
             messages: Vec::new(),
             max_tool_rounds,
             log: Log::Off,
+            told_left_out: Vec::new(),
         }
     }
 
@@ -177,6 +184,15 @@ impl Conversation {
             ui.waiting("waiting for tool discovery");
         }
         let tools = host.tools_array(client.tool_format());
+        let fresh: Vec<String> = host
+            .left_out(client.tool_format())
+            .into_iter()
+            .filter(|n| !self.told_left_out.contains(n))
+            .collect();
+        if !fresh.is_empty() {
+            ui.notice(&super::provider::left_out_notice(&fresh));
+            self.told_left_out.extend(fresh);
+        }
         let mut rounds = 0;
         loop {
             ui.waiting("thinking");

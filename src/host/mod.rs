@@ -199,6 +199,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Some(Subcommand::Tools(cmd)) => tools(&config, &cmd),
         Some(Subcommand::Schema(cmd)) => {
             let registry = discovery::discover(&config);
+            let left_out = provider::left_out(cmd.provider, &registry);
+            if !left_out.is_empty() {
+                eprintln!("ikigai: {}", provider::left_out_notice(&left_out));
+            }
             let array = provider::tools_array(cmd.provider, &registry);
             say(&pretty(&array));
             ExitCode::SUCCESS

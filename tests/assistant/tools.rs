@@ -398,3 +398,20 @@ fn arguments_that_are_not_json_are_reported_as_such() {
     let error = got[0].1["error"].as_str().unwrap();
     assert!(error.contains("arguments are not valid JSON: "), "{error}");
 }
+
+#[test]
+fn gemini_users_are_told_which_tools_it_cannot_be_offered() {
+    let home = tempfile::tempdir().unwrap();
+    install_tools(home.path());
+    script(
+        &home.path().join("tools"),
+        "9lives",
+        schema("9lives", json!({})),
+        "echo '{}'",
+    );
+    let server = ModelServer::start(Api::Google, vec![text("One."), text("Two.")]);
+    let out = against(&server, home.path()).stdin("one\ntwo\n").output();
+    no_problems(&server, &out);
+    let notice = "not offered to the model: 9lives";
+    assert_eq!(out.stderr.matches(notice).count(), 1, "{}", out.stderr);
+}

@@ -89,6 +89,28 @@ pub fn tools_array(kind: ProviderKind, registry: &Registry) -> Value {
     }
 }
 
+/// The tools `kind` has to leave out of its array, by name: Gemini refuses
+/// names that do not start with a letter or `_`. The person is told.
+pub fn left_out(kind: ProviderKind, registry: &Registry) -> Vec<String> {
+    match kind {
+        ProviderKind::Google => registry
+            .entries()
+            .iter()
+            .filter(|e| !google::accepts_name(&e.name))
+            .map(|e| e.name.clone())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What to tell the person about the tools `left_out` names.
+pub fn left_out_notice(names: &[String]) -> String {
+    format!(
+        "Gemini refuses tool names that do not start with a letter or '_': not offered to the model: {}",
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
