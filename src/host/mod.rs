@@ -328,16 +328,24 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
     // The tool runs in its own process group, so the host must kill it on
     // Ctrl-C, SIGTERM or SIGHUP, and then end with 128+N.
     signals::install(true);
-    let registry = discovery::discover(config);
+    // Discovery is guarded too: a signal during it lets its probes end
+    // (within the deadline) instead of leaving them, and runs no tool.
     let outcome = signals::guarded(|cancel| {
-        exec::call_text(
-            &registry,
-            &cmd.name,
-            &arguments,
-            &config.limits,
-            Some(cancel),
-        )
+        let registry = discovery::discover(config);
+        (!cancel.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
+            exec::call_text(
+                &registry,
+                &cmd.name,
+                &arguments,
+                &config.limits,
+                Some(cancel),
+            )
+        })
     });
+    let Some(outcome) = outcome else {
+        signals::end_if_signalled();
+        return ExitCode::FAILURE;
+    };
     {
         let mut err = io::stderr().lock();
         for event in &outcome.events {

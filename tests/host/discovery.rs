@@ -253,3 +253,21 @@ fn a_directory_larger_than_the_open_file_limit_is_probed_whole() {
     assert_eq!(listing["skipped"], json!([]), "{listing}");
     assert_eq!(names(&listing).len(), 40);
 }
+
+#[test]
+fn a_background_job_a_probe_leaves_dies_with_the_probe() {
+    let d = Dirs::new();
+    d.sys_tool("tool.sh", "forker");
+    let pidfile = d.path("pid");
+    let out = d
+        .ikigai()
+        .env("IKIGAI_TEST_PIDFILE", &pidfile)
+        .args(["tools", "--json"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(names(&out.json()), ["forker"]);
+    assert!(
+        Pid::read(&pidfile).dies(),
+        "a probe's background job outlived discovery"
+    );
+}
