@@ -163,12 +163,16 @@ mod tests {
         std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().unwrap();
             let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
-            while conn.write_all(b"data: {}\n\n").is_ok() {}
+            for _ in 0..100_000 {
+                if conn.write_all(b"data: {}\n\n").is_err() {
+                    break;
+                }
+            }
         });
         let flag = Arc::new(AtomicBool::new(false));
         stop_when(Arc::clone(&flag));
         let mut seen = 0;
-        // Without the stop this never ends: the stream does not.
+        // Without the stop, all 100000 events are read.
         let result = post_sse(&url, &[], &serde_json::json!({}), &mut |_| {
             seen += 1;
             if seen == 3 {
