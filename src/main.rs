@@ -3,6 +3,7 @@
 //! the front door that lists what it can be.
 
 mod args;
+mod credentials;
 mod dispatch;
 mod error;
 mod host;

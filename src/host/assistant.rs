@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use super::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
 use super::keys;
 use super::session::{sessions_dir, Session};
+use super::signals;
 use super::terminal::{self, Commands, Style};
 use crate::tool::Env;
 
@@ -111,7 +112,8 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         }
     }
 
-    terminal::install_interrupt_handler();
+    // Ctrl-C stops one message; SIGTERM and SIGHUP end the assistant.
+    signals::install(false);
     if let Some(message) = &options.prompt {
         return match terminal::one_shot(message, &mut conversation, host) {
             TurnEnd::Answered => ExitCode::SUCCESS,

@@ -130,6 +130,9 @@ pub struct Proc {
     status: Option<ExitStatus>,
     exited_at: Option<Instant>,
     killed_at: Option<Instant>,
+    /// The group has had its SIGKILL (at the deadline, on a cancel, or when
+    /// the leader exited).
+    group_killed: bool,
     started: Instant,
 }
 
@@ -200,6 +203,7 @@ impl Proc {
             status: None,
             exited_at: None,
             killed_at: None,
+            group_killed: false,
             started: Instant::now(),
         };
         if proc.input.is_empty() {
@@ -225,13 +229,20 @@ impl Proc {
     /// leader is unreaped: its pid, the group's id, cannot have been reused.
     pub fn kill(&mut self) {
         if self.status.is_none() && self.killed_at.is_none() {
+            self.kill_group();
+            self.killed_at = Some(Instant::now());
+        }
+        self.stdin = None;
+    }
+
+    fn kill_group(&mut self) {
+        if !self.group_killed {
             // SAFETY: kill(2) with a negative pid signals that process group.
             unsafe {
                 libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL);
             }
-            self.killed_at = Some(Instant::now());
+            self.group_killed = true;
         }
-        self.stdin = None;
     }
 
     fn pipes_open(&self) -> bool {
@@ -334,8 +345,18 @@ impl Proc {
         self.stdin = None;
     }
 
+    /// Collects the exit of a leader that has exited. Before reaping it, the
+    /// rest of its group is killed: background jobs a tool left must never
+    /// outlive the call, and while the leader is an unreaped zombie its pid,
+    /// the group's id, cannot name anyone else's processes.
     fn reap(&mut self) {
         if self.status.is_none() {
+            match leader_exited(self.child.id()) {
+                Some(false) => return,
+                Some(true) => self.kill_group(),
+                // Cannot look without reaping: reap, and kill nothing.
+                None => self.group_killed = true,
+            }
             if let Ok(Some(status)) = self.child.try_wait() {
                 self.status = Some(status);
                 self.exited_at = Some(Instant::now());
@@ -354,6 +375,8 @@ impl Proc {
                 self.kill();
             }
             self.status = self.child.wait().ok();
+        } else {
+            self.kill_group();
         }
         Finished {
             status: self.status,
@@ -379,6 +402,26 @@ fn drain<R: Read>(pipe: Option<&mut R>, into: &mut Capture, buf: &mut [u8]) -> b
         }
     }
     false
+}
+
+/// Whether the process `pid` (our child) has exited, without reaping it;
+/// None when waitid(2) fails.
+fn leader_exited(pid: u32) -> Option<bool> {
+    // SAFETY: siginfo_t is plain data; zeroed, its si_pid stays 0 when
+    // WNOHANG finds no change.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child with a valid siginfo_t; WNOWAIT leaves
+    // it waitable for `Child::try_wait`.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        )
+    };
+    // SAFETY: waitid filled (or left zeroed) the fields si_pid reads.
+    (r == 0).then(|| unsafe { info.si_pid() } != 0)
 }
 
 /// A descriptor that polls readable once `pid` exits, where the kernel has

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::config::Config;
 use super::discovery;
 use super::registry::{Entry, Registry};
+use super::text::one_line;
 
 /// What the commands work on: the settings and the current registry.
 pub struct HostState {
@@ -222,10 +223,6 @@ fn type_of(schema: &Value) -> String {
         Some(item) if base == "array" => format!("array of {item}"),
         _ => base,
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

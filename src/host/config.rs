@@ -56,8 +56,12 @@ impl Config {
             .libexec_dir
             .or_else(|| env.var("IKIGAI_LIBEXEC_DIR").map(PathBuf::from))
             .or_else(|| {
+                // Canonical, so tool paths read `/x/libexec/ikigai/bash`,
+                // not `/x/bin/../libexec/ikigai/bash`.
                 let bin_dir = exe?.parent()?;
-                Some(bin_dir.join("..").join("libexec").join("ikigai"))
+                let bin_dir = bin_dir.canonicalize().unwrap_or(bin_dir.to_path_buf());
+                let prefix = bin_dir.parent().unwrap_or(&bin_dir);
+                Some(prefix.join("libexec").join("ikigai"))
             });
         let user_dir = overrides
             .tools_dir
@@ -148,10 +152,7 @@ mod tests {
             &Env::from_pairs([("IKIGAI_TOOLS_DIR", "/t")]),
             Some(Path::new("/p/bin/ikigai-tools")),
         );
-        assert_eq!(
-            c.system_dir,
-            Some(PathBuf::from("/p/bin/../libexec/ikigai"))
-        );
+        assert_eq!(c.system_dir, Some(PathBuf::from("/p/libexec/ikigai")));
         assert_eq!(c.user_dir, Some(PathBuf::from("/t")));
 
         let o = Overrides {

@@ -15,12 +15,14 @@ use std::sync::{mpsc, Arc};
 
 use serde_json::{json, Value};
 
+use super::envelope;
 use super::exec::CallOutcome;
 use super::model::{
     stream_cancellable, Message, ModelClient, ModelError, ProviderKind, Request, ToolCall,
     ToolResult,
 };
 use super::session::{Entry, Session};
+use super::text::clip;
 use crate::error::ErrorCode;
 
 /// The built-in part of the system prompt.
@@ -38,6 +40,10 @@ pub trait ToolHost: Sync {
     }
     /// The tools array in `format`, waiting for discovery if it still runs.
     fn tools_array(&self, format: ProviderKind) -> Value;
+    /// The tools `format` cannot offer, by name (see `provider::left_out`).
+    fn left_out(&self, _format: ProviderKind) -> Vec<String> {
+        Vec::new()
+    }
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
@@ -80,6 +86,8 @@ pub struct Conversation {
     messages: Vec<Message>,
     max_tool_rounds: usize,
     log: Log,
+    /// Tools already said to be left out of the provider's array.
+    told_left_out: Vec<String>,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -109,6 +117,7 @@ impl Conversation {
             messages: Vec::new(),
             max_tool_rounds,
             log: Log::Off,
+            told_left_out: Vec::new(),
         }
     }
 
@@ -175,6 +184,15 @@ impl Conversation {
             ui.waiting("waiting for tool discovery");
         }
         let tools = host.tools_array(client.tool_format());
+        let fresh: Vec<String> = host
+            .left_out(client.tool_format())
+            .into_iter()
+            .filter(|n| !self.told_left_out.contains(n))
+            .collect();
+        if !fresh.is_empty() {
+            ui.notice(&super::provider::left_out_notice(&fresh));
+            self.told_left_out.extend(fresh);
+        }
         let mut rounds = 0;
         loop {
             ui.waiting("thinking");
@@ -195,6 +213,9 @@ impl Conversation {
             );
             ui.end_text();
             let reply = match result {
+                Ok(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+                    return self.failed(&*client, ModelError::Empty, ui);
+                }
                 Ok(reply) => reply,
                 Err(error) => {
                     // What the person saw stays in the conversation.
@@ -228,7 +249,7 @@ impl Conversation {
                     .map(|c| ToolResult {
                         call_id: c.id.clone(),
                         name: c.name.clone(),
-                        envelope: not_run(
+                        envelope: envelope::refused(
                             &format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
                             ErrorCode::ToolRoundLimit,
                         ),
@@ -322,7 +343,7 @@ impl Conversation {
                 name: call.name.clone(),
                 // A call thread that died (a panic in the host) still answers.
                 envelope: outcome.map(|o| o.envelope).unwrap_or_else(|| {
-                    not_run(
+                    envelope::refused(
                         &format!("Tool '{}' produced no result", call.name),
                         ErrorCode::ToolCrashed,
                     )
@@ -403,18 +424,6 @@ impl Conversation {
     }
 }
 
-/// A failure envelope for a call the host never ran, in the host's shape.
-fn not_run(error: &str, code: ErrorCode) -> Value {
-    json!({
-        "tool_success": false,
-        "error": error,
-        "error_code": code.as_str(),
-        "exit_code": null,
-        "stdout": "",
-        "stderr": "",
-    })
-}
-
 /// The system prompt: the built-in one, then every `*.md` in `context_dir`
 /// in alphabetical order, joined with `---` (shellclaw-interface.md,
 /// "Context modules"). Unreadable modules are reported and left out.
@@ -453,10 +462,10 @@ pub fn short_call(call: &ToolCall, max: usize) -> String {
     let args = match &call.arguments {
         Value::Object(map) => map
             .iter()
-            .map(|(k, v)| format!("{k}: {}", one_line(v)))
+            .map(|(k, v)| format!("{k}: {}", short_value(v)))
             .collect::<Vec<_>>()
             .join(", "),
-        other => one_line(other),
+        other => short_value(other),
     };
     clip(&format!("{}({args})", call.name), max)
 }
@@ -488,19 +497,12 @@ pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
     (true, line)
 }
 
-fn one_line(value: &Value) -> String {
+fn short_value(value: &Value) -> String {
     let text = match value {
         Value::String(s) => format!("{s:?}"),
         other => other.to_string(),
     };
     clip(&text, 60)
-}
-
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max.saturating_sub(1)) {
-        Some((at, _)) if text.chars().count() > max => format!("{}…", &text[..at]),
-        _ => text.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -592,13 +594,16 @@ mod tests {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     CallOutcome {
-                        envelope: not_run("killed", ErrorCode::ToolTimeout),
+                        envelope: envelope::refused("killed", ErrorCode::ToolTimeout),
                         events: vec![],
                         success: false,
                     }
                 }
                 _ => CallOutcome {
-                    envelope: not_run(&format!("Tool '{name}' not found"), ErrorCode::ToolNotFound),
+                    envelope: envelope::refused(
+                        &format!("Tool '{name}' not found"),
+                        ErrorCode::ToolNotFound,
+                    ),
                     events: vec![],
                     success: false,
                 },

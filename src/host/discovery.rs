@@ -5,8 +5,10 @@
 //! asked again with `--describe` (shellclaw protocol) and remembered as such;
 //! one that hangs is killed, group and all, and skipped without a second try,
 //! so a directory of broken tools costs at most the deadline. Every file that
-//! does not become a tool is kept with the reason.
+//! does not become a tool is kept with the reason. Probes in flight are
+//! capped by the open-file limit; queued ones start as others finish.
 
+use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -179,12 +181,27 @@ fn probe_all(
     skipped: &mut Vec<Skipped>,
 ) -> Vec<Entry> {
     let deadline = Instant::now() + config.discovery_deadline;
-    let mut probes: Vec<Probe> = candidates
-        .into_iter()
-        .map(|c| Probe::start(c, Protocol::Ikigai))
-        .collect();
+    let in_flight = probes_in_flight();
+    let mut queue: VecDeque<Candidate> = candidates.into();
+    let mut probes: Vec<Probe> = Vec::new();
+    // Probes that never started, because the deadline came first.
+    let mut late = Vec::new();
     loop {
         let now = Instant::now();
+        let running = probes.iter().filter(|p| p.proc.is_some()).count();
+        for _ in running..in_flight {
+            let Some(candidate) = queue.pop_front() else {
+                break;
+            };
+            if now < deadline {
+                probes.push(Probe::start(candidate, Protocol::Ikigai));
+            } else {
+                late.push(candidate);
+            }
+        }
+        if now >= deadline {
+            late.extend(queue.drain(..));
+        }
         for probe in probes.iter_mut() {
             let settled = probe.proc.as_ref().is_some_and(|p| p.settled(now));
             if settled {
@@ -210,7 +227,7 @@ fn probe_all(
             }
             running.push(proc);
         }
-        if running.is_empty() {
+        if running.is_empty() && queue.is_empty() {
             break;
         }
         // Past the deadline, the killed processes' own drain times wake us.
@@ -220,6 +237,15 @@ fn probe_all(
             now + config.discovery_deadline
         };
         child::step(&mut running, until);
+    }
+    for candidate in late {
+        skipped.push(Skipped {
+            path: candidate.path,
+            reason: format!(
+                "not probed: discovery's {} ran out first (too many tools for the open-file limit)",
+                format_secs(config.discovery_deadline)
+            ),
+        });
     }
     let mut found = Vec::new();
     for probe in probes {
@@ -246,6 +272,46 @@ fn probe_all(
         }
     }
     found
+}
+
+/// Descriptors one probe holds open: its stdout, its stderr and its pidfd.
+const FDS_PER_PROBE: usize = 3;
+/// Descriptors left for everything else (and each spawn's passing ones).
+const FDS_SPARE: usize = 64;
+
+/// How many probes may run at once within the open-file limit.
+fn probes_in_flight() -> usize {
+    let limit = open_file_limit().unwrap_or(1024);
+    (limit.saturating_sub(FDS_SPARE) / FDS_PER_PROBE).max(1)
+}
+
+/// The soft limit on open files.
+fn open_file_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    ok.then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+/// Raises the soft limit on open files to the hard limit, so discovery can
+/// probe a large directory at once. Called once, at the host's start.
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            // Refused (an unbounded hard limit): keep the soft one.
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// What one `--schema`/`--describe` run amounts to.
@@ -300,10 +366,7 @@ fn first_line(text: &str) -> String {
 
 /// At most QUOTE characters of a tool's own words.
 fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_string(),
-    }
+    super::text::clip(text, QUOTE)
 }
 
 #[cfg(test)]
@@ -314,7 +377,7 @@ mod tests {
     fn quotes_are_short() {
         assert_eq!(quote("abc"), "abc");
         let long = "é".repeat(200);
-        assert_eq!(quote(&long).chars().count(), QUOTE + 3);
+        assert_eq!(quote(&long).chars().count(), QUOTE);
         assert_eq!(first_line("\n  \n  oops: bad\nmore"), "oops: bad");
     }
 

@@ -125,6 +125,15 @@ pub fn wrap(
                 Some(code),
             ),
         },
+        // A shellclaw tool may answer plain text: a long one is still an
+        // answer, cut to the cap (the marker in it and `truncated` say so).
+        Ending::Code(_) if protocol == Protocol::Shellclaw && stdout.truncated() => {
+            let mut envelope = json!({"tool_success": true, "result": out_text});
+            if let Some(truncated) = truncation(stdout, stderr) {
+                envelope["truncated"] = truncated;
+            }
+            envelope
+        }
         Ending::Code(_) => match result(name, protocol, stdout) {
             Ok(result) => json!({"tool_success": true, "result": result}),
             Err(why) => fail(why, ErrorCode::InvalidOutput.as_str(), Some(0)),
@@ -224,6 +233,22 @@ mod tests {
 
     fn wrap_text(protocol: Protocol, ending: Ending, out: &str, err: &str) -> Value {
         wrap("t", protocol, ending, &cap(out), &cap(err)).0
+    }
+
+    #[test]
+    fn a_long_shellclaw_text_is_a_cut_success() {
+        let mut out = Capture::new(10);
+        out.push("line one\nline two\nline three\n".as_bytes());
+        let (e, _) = wrap("t", Protocol::Shellclaw, Ending::Code(0), &out, &cap(""));
+        assert_eq!(e["tool_success"], true, "{e}");
+        assert_eq!(e["result"], out.text());
+        assert_eq!(
+            e["truncated"],
+            json!({"stdout": {"total_bytes": 29, "omitted_bytes": 19}})
+        );
+        // The ikigai protocol still needs its whole JSON object.
+        let (e, _) = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""));
+        assert_eq!(e["error_code"], "INVALID_OUTPUT");
     }
 
     #[test]

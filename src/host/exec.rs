@@ -59,6 +59,13 @@ pub fn call(
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(envelope::not_found(name, &registry.names()), vec![]);
     };
+    if let Value::String(text) = arguments {
+        // Text the model meant as JSON but that does not parse (kept as a
+        // string by `model::parse_arguments`): say so, as `call_text` does.
+        if let Err(e) = serde_json::from_str::<Value>(text) {
+            return CallOutcome::new(not_json(name, &e), vec![]);
+        }
+    }
     if !arguments.is_object() {
         let what = format!("expected a JSON object, got {}", kind(arguments));
         return CallOutcome::new(envelope::invalid_params(name, &what), vec![]);
@@ -104,11 +111,12 @@ pub fn call_text(
     }
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => call(registry, name, &value, limits, cancel),
-        Err(e) => CallOutcome::new(
-            envelope::invalid_params(name, &format!("arguments are not valid JSON: {e}")),
-            vec![],
-        ),
+        Err(e) => CallOutcome::new(not_json(name, &e), vec![]),
     }
+}
+
+fn not_json(name: &str, e: &serde_json::Error) -> Value {
+    envelope::invalid_params(name, &format!("arguments are not valid JSON: {e}"))
 }
 
 /// Pumps the process until it ends, times out or is cancelled.

@@ -28,13 +28,15 @@ const BY_KEY: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::
 
 impl Provider {
     pub fn parse(name: &str) -> Option<Provider> {
-        match name.to_ascii_lowercase().as_str() {
-            "openai" => Some(Provider::OpenAi),
-            "anthropic" => Some(Provider::Anthropic),
-            "google" | "gemini" => Some(Provider::Google),
-            "stub" => Some(Provider::Stub),
-            _ => None,
-        }
+        let name = super::provider::canonical_name(name);
+        [
+            Provider::OpenAi,
+            Provider::Anthropic,
+            Provider::Google,
+            Provider::Stub,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
     }
 
     /// The name used on the command line and in credentials.json.
@@ -88,9 +90,9 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
         })?),
         None => None,
     };
-    let path = credentials_path(env);
+    let path = crate::credentials::path(env);
     let mut warnings = Vec::new();
-    let file = match read_credentials(path.as_ref()) {
+    let file = match read_credentials(env) {
         Ok(file) => file,
         Err(e) => {
             warnings.push(e);
@@ -105,7 +107,12 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
                 .map(str::to_string)
         })
     };
-    let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| key_of(*p).is_some())) {
+    // OPENAI_BASE_URL alone configures OpenAI: a local compatible server
+    // may want no key.
+    let configured = |p: Provider| {
+        key_of(p).is_some() || (p == Provider::OpenAi && env.var("OPENAI_BASE_URL").is_some())
+    };
+    let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| configured(*p))) {
         Some(p) => p,
         None => {
             return Ok(Choice {
@@ -149,25 +156,13 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
     Ok(Choice { client, warnings })
 }
 
-fn credentials_path(env: &Env) -> Option<PathBuf> {
-    env.config_dir().map(|d| d.join("credentials.json"))
-}
-
 /// The credentials file as JSON; a missing file is an empty one.
-fn read_credentials(path: Option<&PathBuf>) -> Result<Value, String> {
-    let Some(path) = path else {
-        return Ok(Value::Null);
-    };
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v) if v.is_object() => Ok(v),
-        Ok(_) => Err(format!("{} is not a JSON object; ignored", path.display())),
-        Err(e) => Err(format!(
-            "{} is not valid JSON ({e}); ignored",
+fn read_credentials(env: &Env) -> Result<Value, String> {
+    match crate::credentials::read(env)? {
+        None => Ok(Value::Null),
+        Some((_, v)) if v.is_object() => Ok(v),
+        Some((path, _)) => Err(format!(
+            "credentials file {} is not a JSON object; ignored",
             path.display()
         )),
     }
@@ -258,8 +253,26 @@ mod tests {
             &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
         )
         .unwrap();
-        assert!(c.warnings[0].contains("not valid JSON"), "{:?}", c.warnings);
+        let file = dir.path().join("ikigai/credentials.json");
+        assert!(
+            c.warnings[0].starts_with(&format!(
+                "credentials file {} is not valid JSON",
+                file.display()
+            )),
+            "{:?}",
+            c.warnings
+        );
         assert!(c.client.is_err());
+    }
+
+    #[test]
+    fn a_base_url_alone_chooses_openai() {
+        let e = env(&[
+            ("HOME", "/nonexistent"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+            ("ANTHROPIC_API_KEY", "a"),
+        ]);
+        assert_eq!(provider_of(&choose(None, None, &e).unwrap()).0, "openai");
     }
 
     #[test]

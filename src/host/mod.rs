@@ -39,7 +39,9 @@ mod conversation;
 mod keys;
 mod model;
 mod session;
+mod signals;
 mod terminal;
+mod text;
 mod tool_host;
 
 use config::{parse_size, parse_timeout, Config, Overrides};
@@ -141,6 +143,7 @@ pub struct ToolsCommand {
 /// print the tools array in a model provider's format.
 pub struct SchemaCommand {
     /// openai (Chat Completions), openai-responses, anthropic or google
+    /// (or gemini; any case)
     #[argh(option)]
     pub provider: ProviderKind,
 }
@@ -189,17 +192,28 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             };
         }
     };
+    // Discovery holds three descriptors per probe in flight.
+    discovery::raise_open_file_limit();
     let config = Config::from_process(cli.overrides());
     match cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&config, &cmd),
         Some(Subcommand::Schema(cmd)) => {
             let registry = discovery::discover(&config);
+            let left_out = provider::left_out(cmd.provider, &registry);
+            if !left_out.is_empty() {
+                eprintln!("ikigai: {}", provider::left_out_notice(&left_out));
+            }
             let array = provider::tools_array(cmd.provider, &registry);
             say(&pretty(&array));
             ExitCode::SUCCESS
         }
         Some(Subcommand::Call(cmd)) => call(&config, &cmd),
         None => {
+            if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) {
+                eprintln!("ikigai: -p needs a message; it is empty");
+                eprintln!("Run ikigai --help for the commands and options.");
+                return ExitCode::from(2);
+            }
             let options = assistant::Options {
                 provider: cli.provider,
                 model: cli.model,
@@ -260,10 +274,7 @@ fn table(registry: &Registry, config: &Config) -> String {
                 e.name.clone(),
                 e.protocol.as_str().to_string(),
                 e.path.display().to_string(),
-                e.description
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                text::one_line(&e.description),
             ]
         })
         .collect();
@@ -314,8 +325,27 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
             String::from_utf8_lossy(&buf).into_owned()
         }
     };
-    let registry = discovery::discover(config);
-    let outcome = exec::call_text(&registry, &cmd.name, &arguments, &config.limits, None);
+    // The tool runs in its own process group, so the host must kill it on
+    // Ctrl-C, SIGTERM or SIGHUP, and then end with 128+N.
+    signals::install(true);
+    // Discovery is guarded too: a signal during it lets its probes end
+    // (within the deadline) instead of leaving them, and runs no tool.
+    let outcome = signals::guarded(|cancel| {
+        let registry = discovery::discover(config);
+        (!cancel.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
+            exec::call_text(
+                &registry,
+                &cmd.name,
+                &arguments,
+                &config.limits,
+                Some(cancel),
+            )
+        })
+    });
+    let Some(outcome) = outcome else {
+        signals::end_if_signalled();
+        return ExitCode::FAILURE;
+    };
     {
         let mut err = io::stderr().lock();
         for event in &outcome.events {
@@ -323,6 +353,7 @@ fn call(config: &Config, cmd: &CallCommand) -> ExitCode {
         }
     }
     say(&outcome.envelope.to_string());
+    signals::end_if_signalled();
     if outcome.success {
         ExitCode::SUCCESS
     } else {

@@ -12,8 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::envelope;
 use super::model::{Message, ToolCall, ToolResult};
 use crate::error::ErrorCode;
 use crate::tool::Env;
@@ -207,14 +208,13 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                     .position(|r| r.call_id == call.id)
                     .map(|at| results.remove(at))
                     .unwrap_or_else(|| ToolResult {
-                        envelope: json!({
-                            "tool_success": false,
-                            "error": format!("Tool '{}' has no recorded result: the session ended while it ran", call.name),
-                            "error_code": ErrorCode::ToolCrashed.as_str(),
-                            "exit_code": null,
-                            "stdout": "",
-                            "stderr": "",
-                        }),
+                        envelope: envelope::refused(
+                            &format!(
+                                "Tool '{}' has no recorded result: the session ended while it ran",
+                                call.name
+                            ),
+                            ErrorCode::ToolCrashed,
+                        ),
                         call_id: call.id,
                         name: call.name,
                     })
@@ -279,6 +279,7 @@ fn timestamp(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

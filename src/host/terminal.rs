@@ -24,30 +24,7 @@ use serde_json::Value;
 use super::conversation::{short_call, short_outcome, Conversation, ToolHost, TurnEnd, Ui};
 use super::exec::CallOutcome;
 use super::model::ToolCall;
-
-/// Set by SIGINT; cleared before each message.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Makes Ctrl-C set a flag instead of ending the process, so a running
-/// request or tool can be stopped without losing the conversation. (The
-/// prompt itself reads Ctrl-C as a key: rustyline turns signals off while
-/// it edits.) Tools run in their own process groups, so the terminal's
-/// SIGINT reaches only us, and the host kills the tool's group.
-pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe; the sigaction struct is fully initialised.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as *const () as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-    }
-}
+use super::signals;
 
 /// Slash commands (/tool, /refresh, /help, /quit), run by the host.
 pub trait Commands {
@@ -274,9 +251,8 @@ fn handle(
             Step::Leave
         };
     }
-    INTERRUPTED.store(false, Ordering::SeqCst);
-    let end = conversation.send(line, host, ui, &INTERRUPTED);
-    INTERRUPTED.store(false, Ordering::SeqCst);
+    let end = signals::guarded(|cancel| conversation.send(line, host, ui, cancel));
+    signals::end_if_signalled();
     Step::Continue(Some(end))
 }
 
@@ -371,6 +347,7 @@ pub fn lines(
 /// `ikigai -p MESSAGE`: one message to completion.
 pub fn one_shot(message: &str, conversation: &mut Conversation, host: &dyn ToolHost) -> TurnEnd {
     let mut ui = TermUi::new();
-    INTERRUPTED.store(false, Ordering::SeqCst);
-    conversation.send(message, host, &mut ui, &INTERRUPTED)
+    let end = signals::guarded(|cancel| conversation.send(message, host, &mut ui, cancel));
+    signals::end_if_signalled();
+    end
 }

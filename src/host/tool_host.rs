@@ -78,6 +78,10 @@ impl ToolHost for Tools {
         self.with_registry(|s| provider::tools_array(kind, &s.registry))
     }
 
+    fn left_out(&self, kind: ProviderKind) -> Vec<String> {
+        self.with_registry(|s| provider::left_out(kind, &s.registry))
+    }
+
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
             super::exec::call(&s.registry, name, arguments, &s.config.limits, cancel)

@@ -161,12 +161,46 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
 }
 
 #[test]
+fn an_empty_reply_is_said_and_kept_out_of_the_history() {
+    for api in APIS {
+        let home = tempfile::tempdir().unwrap();
+        let server = ModelServer::start(api, vec![text(""), text("Fine.")]);
+        let out = against(&server, home.path()).stdin("one\ntwo\n").output();
+        assert_eq!(out.code, 1, "{api:?} {out:?}");
+        assert!(
+            out.stderr.contains("the model returned an empty reply"),
+            "{api:?} {}",
+            out.stderr
+        );
+        assert_eq!(out.stdout, "Fine.\n", "{api:?}");
+        let last = &server.requests()[1].body;
+        assert_eq!(user_texts(api, last), ["one", "two"], "{api:?}");
+        let body = last.to_string();
+        assert!(
+            !body.contains(r#""content":null"#) && !body.contains(r#""content":"""#),
+            "{api:?}: an empty reply reached the history: {body}"
+        );
+    }
+}
+
+#[test]
 fn malformed_replies_and_unreachable_servers_are_errors_not_crashes() {
     let home = tempfile::tempdir().unwrap();
     let server = ModelServer::start(Api::OpenAi, vec![Reply::Raw("data: {not json\n\n".into())]);
     let out = against(&server, home.path()).args(["-p", "hi"]).output();
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("not JSON"), "{}", out.stderr);
+
+    // A stream with no line end is refused at the line cap, not hoarded.
+    let server = ModelServer::start(Api::OpenAi, vec![Reply::Raw("x".repeat(5 << 20))]);
+    let out = against(&server, home.path()).args(["-p", "hi"]).output();
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("unreadable reply: a line of the event stream is longer"),
+        "{}",
+        out.stderr
+    );
 
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
@@ -457,4 +491,29 @@ fn ctrl_c_stops_a_hanging_request_and_the_next_message_goes_on() {
         user_texts(Api::OpenAi, &server.requests()[1].body),
         ["first", "second"]
     );
+}
+
+#[test]
+fn a_blank_prompt_is_a_usage_error_and_nothing_is_sent() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::OpenAi, vec![text("never")]);
+    for blank in ["", "   ", "\n\t"] {
+        let out = against(&server, home.path()).args(["-p", blank]).output();
+        assert_eq!(out.code, 2, "{blank:?}: {out:?}");
+        assert!(out.stderr.contains("-p needs a message"), "{out:?}");
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_keyless_local_openai_server_is_chosen_by_its_base_url() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start_keyless(vec![text("Local.")]);
+    let out = ikigai(home.path())
+        .env("OPENAI_BASE_URL", server.base_url())
+        .args(["-p", "hi"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    no_problems(&server, &out);
+    assert_eq!(out.stdout, "Local.\n");
 }

@@ -322,6 +322,26 @@ fn commands_and_messages_on_stdin_and_the_stub_calling_tools() {
 }
 
 #[test]
+fn sigterm_and_sighup_kill_the_running_tool_and_end_the_assistant() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let home = tempfile::tempdir().unwrap();
+        install_tools(home.path());
+        let pidfile = home.path().join("sleeper.pid");
+        let command = format!(
+            "echo $$ > {}.tmp; mv {0}.tmp {0}; sleep 322",
+            pidfile.display()
+        );
+        let message = format!("call bash {}", json!({ "command": command }));
+        let out = super::ikigai(home.path())
+            .args(["--provider", "stub", "-p", &message])
+            .output_signalling(signal, || pidfile.exists());
+        assert_eq!(out.code, code, "signal {signal}: {out:?}");
+        let pid = crate::host::Pid::read(&pidfile);
+        assert!(pid.dies(), "the tool outlived signal {signal}");
+    }
+}
+
+#[test]
 fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
     let home = tempfile::tempdir().unwrap();
     install_tools(home.path());
@@ -342,23 +362,10 @@ fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
     no_problems(&server, &out);
     assert!(out.stderr.contains("Interrupted"), "{out:?}");
     assert!(out.stdout.ends_with("Next answer.\n"), "{out:?}");
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     // Gone, or a zombie nobody reaped yet: either way no longer running.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .trim_start()
-        .chars()
-        .next();
     assert!(
-        matches!(state, None | Some('Z') | Some('X')),
-        "the tool's shell {pid} survived Ctrl-C: {stat}"
+        crate::host::Pid::read(&pidfile).dead(),
+        "the tool's shell survived Ctrl-C"
     );
     let requests = server.requests();
     let got = envelopes(Api::OpenAi, &requests[1].body);
@@ -367,4 +374,44 @@ fn ctrl_c_kills_a_running_tool_and_the_conversation_goes_on() {
         user_texts(Api::OpenAi, &requests[1].body),
         ["sleep please", "next"]
     );
+}
+
+#[test]
+fn arguments_that_are_not_json_are_reported_as_such() {
+    let home = tempfile::tempdir().unwrap();
+    install_tools(home.path());
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+        "id": "call_1", "type": "function",
+        "function": {"name": "bash", "arguments": "{\"command\": oops"}}]}}]});
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            Reply::Raw(format!("data: {call}\n\ndata: {end}\n\ndata: [DONE]\n\n")),
+            text("Sorry."),
+        ],
+    );
+    let out = against(&server, home.path()).args(["-p", "go"]).output();
+    no_problems(&server, &out);
+    let got = envelopes(Api::OpenAi, &server.requests()[1].body);
+    assert_eq!(got[0].1["error_code"], "INVALID_PARAMS", "{got:?}");
+    let error = got[0].1["error"].as_str().unwrap();
+    assert!(error.contains("arguments are not valid JSON: "), "{error}");
+}
+
+#[test]
+fn gemini_users_are_told_which_tools_it_cannot_be_offered() {
+    let home = tempfile::tempdir().unwrap();
+    install_tools(home.path());
+    script(
+        &home.path().join("tools"),
+        "9lives",
+        schema("9lives", json!({})),
+        "echo '{}'",
+    );
+    let server = ModelServer::start(Api::Google, vec![text("One."), text("Two.")]);
+    let out = against(&server, home.path()).stdin("one\ntwo\n").output();
+    no_problems(&server, &out);
+    let notice = "not offered to the model: 9lives";
+    assert_eq!(out.stderr.matches(notice).count(), 1, "{}", out.stderr);
 }

@@ -139,7 +139,12 @@ impl Run {
 
     /// Runs, and sends SIGINT (as Ctrl-C at a terminal would) once `when`
     /// says so, checked every 20 ms for at most 30 s.
-    pub fn output_interrupting(mut self, when: impl Fn() -> bool) -> Output {
+    pub fn output_interrupting(self, when: impl Fn() -> bool) -> Output {
+        self.output_signalling(libc::SIGINT, when)
+    }
+
+    /// Runs, sends `signal` once `when` holds (or after 30 s), and waits.
+    pub fn output_signalling(mut self, signal: libc::c_int, when: impl Fn() -> bool) -> Output {
         self.cmd.stdin(Stdio::piped());
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = self.cmd.spawn().expect("spawn the binary");
@@ -151,7 +156,7 @@ impl Run {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         let out = child.wait_with_output().expect("wait for the binary");
         Output {
             code: out.status.code().unwrap_or(-1),

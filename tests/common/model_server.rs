@@ -84,10 +84,22 @@ struct State {
     next: usize,
     /// Ids this server issued, one counter for the whole conversation.
     issued: usize,
+    /// A local server that wants no key (OpenAI only).
+    keyless: bool,
 }
 
 impl ModelServer {
     pub fn start(api: Api, script: Vec<Reply>) -> ModelServer {
+        Self::serving(api, script, false)
+    }
+
+    /// A local OpenAI-compatible server that wants no key: a request that
+    /// carries one is a problem.
+    pub fn start_keyless(script: Vec<Reply>) -> ModelServer {
+        Self::serving(Api::OpenAi, script, true)
+    }
+
+    fn serving(api: Api, script: Vec<Reply>, keyless: bool) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -98,6 +110,7 @@ impl ModelServer {
             script,
             next: 0,
             issued: 0,
+            keyless,
         }));
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -203,7 +216,7 @@ fn serve(
     let mut state = state.lock().unwrap();
     requests.lock().unwrap().push(recorded.clone());
 
-    if let Err(problem) = check(state.api, &recorded) {
+    if let Err(problem) = check(state.api, state.keyless, &recorded) {
         problems.lock().unwrap().push(problem.clone());
         return respond(
             &mut stream,
@@ -383,7 +396,7 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
 }
 
 /// Checks a request as the provider would, Err naming the first problem.
-fn check(api: Api, r: &Recorded) -> Result<(), String> {
+fn check(api: Api, keyless: bool, r: &Recorded) -> Result<(), String> {
     let b = &r.body;
     if r.method != "POST" {
         return Err(format!("method {} instead of POST", r.method));
@@ -396,11 +409,16 @@ fn check(api: Api, r: &Recorded) -> Result<(), String> {
             expect(r.target == "/v1/chat/completions", || {
                 format!("path {}", r.target)
             })?;
-            expect(
-                r.headers.get("authorization").map(String::as_str)
-                    == Some(&format!("Bearer {KEY}")),
-                || "no Bearer key".into(),
-            )?;
+            let authorization = r.headers.get("authorization").map(String::as_str);
+            if keyless {
+                expect(authorization.is_none(), || {
+                    "a key sent to a keyless server".into()
+                })?;
+            } else {
+                expect(authorization == Some(&format!("Bearer {KEY}")), || {
+                    "no Bearer key".into()
+                })?;
+            }
             expect(b["stream"] == true, || "stream is not true".into())?;
             expect(b["model"].is_string(), || "no model".into())?;
             let messages = b["messages"].as_array().ok_or("no messages")?;

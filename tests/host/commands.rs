@@ -183,3 +183,24 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("--libexec-dir"));
 }
+
+#[test]
+fn the_default_system_directory_is_shown_normalised() {
+    // No --libexec-dir nor IKIGAI_LIBEXEC_DIR: PREFIX/libexec/ikigai, next
+    // to the bin directory of the running program.
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::common::run("ikigai")
+        .env_remove("IKIGAI_LIBEXEC_DIR")
+        .env("HOME", home.path())
+        .env("IKIGAI_TOOLS_DIR", home.path())
+        .arg("tools")
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    let searched = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Searched: "))
+        .expect("a Searched line");
+    assert!(searched.contains("/libexec/ikigai (system)"), "{searched}");
+    assert!(!searched.contains("/../"), "{searched}");
+}

@@ -228,3 +228,46 @@ fn missing_directories_are_an_empty_registry() {
         .output();
     assert_eq!(out.json(), json!({"tools": [], "skipped": []}));
 }
+
+#[test]
+fn a_directory_larger_than_the_open_file_limit_is_probed_whole() {
+    // 40 probes hold 120 descriptors; the limit is 80, soft and hard.
+    let d = Dirs::new();
+    for i in 0..40 {
+        d.sys_tool("tool.sh", &format!("echo{i:02}"));
+    }
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 80 && exec \"$0\" \"$@\"")
+        .arg(crate::common::link("ikigai"))
+        .arg("--libexec-dir")
+        .arg(&d.sys)
+        .arg("--tools-dir")
+        .arg(&d.user)
+        .args(["tools", "--json"])
+        .env("HOME", d.path("home"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listing: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listing["skipped"], json!([]), "{listing}");
+    assert_eq!(names(&listing).len(), 40);
+}
+
+#[test]
+fn a_background_job_a_probe_leaves_dies_with_the_probe() {
+    let d = Dirs::new();
+    d.sys_tool("tool.sh", "forker");
+    let pidfile = d.path("pid");
+    let out = d
+        .ikigai()
+        .env("IKIGAI_TEST_PIDFILE", &pidfile)
+        .args(["tools", "--json"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(names(&out.json()), ["forker"]);
+    assert!(
+        Pid::read(&pidfile).dies(),
+        "a probe's background job outlived discovery"
+    );
+}

@@ -90,6 +90,14 @@ fn shellclaw_protocol_gets_arguments_in_dollar_one() {
         envelope,
         json!({"tool_success": true, "result": "15C and sunny"})
     );
+    // Text longer than the cap is still its answer, cut, and says so.
+    let (envelope, _) = d.call(&["--max-output", "6"], "weather", &json!({"location": "x"}));
+    assert_eq!(
+        envelope,
+        json!({"tool_success": true,
+            "result": "15C\n[... 8 of 14 bytes omitted: output exceeds the 6-byte cap ...]\nny\n",
+            "truncated": {"stdout": {"total_bytes": 14, "omitted_bytes": 8}}})
+    );
 }
 
 #[test]
@@ -407,13 +415,31 @@ fn a_background_job_left_behind_does_not_hold_the_answer() {
         .env("IKIGAI_TEST_PIDFILE", &pidfile)
         .args(["call", "lingering", "{}"])
         .output();
-    let _job = Pid::read(&pidfile);
+    let job = Pid::read(&pidfile);
     assert_eq!(
         out.json(),
         json!({"tool_success": true, "result": {"ok": true}})
     );
     // Well before the 30 s timeout.
     assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(job.dies(), "the background job outlived the call");
+}
+
+#[test]
+fn a_detached_background_job_dies_with_a_call_that_succeeds() {
+    // No pipe held: nothing but the end of the call can stop it.
+    let d = host();
+    let pidfile = d.path("pid");
+    let command = format!(
+        "sleep 301 >/dev/null 2>&1 & echo $! > {}; echo done",
+        pidfile.display()
+    );
+    let (envelope, _) = d.call(&[], "bash", &json!({"command": command}));
+    assert_eq!(envelope["tool_success"], true, "{envelope}");
+    assert!(
+        Pid::read(&pidfile).dies(),
+        "a background job outlived the call"
+    );
 }
 
 #[test]
@@ -520,5 +546,30 @@ fn our_tools_take_null_optionals_as_absent() {
             "{name} refused null optionals {args:?}: {envelope}"
         );
         assert_ne!(envelope["error_code"], "INVALID_ARG", "{name}: {envelope}");
+    }
+}
+
+#[test]
+fn a_signal_to_the_host_kills_the_running_tool_and_ends_with_128_plus_n() {
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let d = host();
+        let pidfile = d.path("pid");
+        let command = format!(
+            "echo $$ > {}.tmp; mv {0}.tmp {0}; sleep 331",
+            pidfile.display()
+        );
+        let out = d
+            .ikigai()
+            .args(["call", "bash", &json!({ "command": command }).to_string()])
+            .output_signalling(signal, || pidfile.exists());
+        assert_eq!(out.code, code, "signal {signal}: {out:?}");
+        assert!(
+            Pid::read(&pidfile).dies(),
+            "the tool outlived signal {signal} to the host"
+        );
     }
 }

@@ -324,6 +324,21 @@ fn check_gemini(node: &Map<String, Value>, path: &str) {
 fn google_gemini_openapi_subset() {
     let d = registry();
     let tools = schema(&d, "google");
+    // The person is told which tools Gemini cannot be offered.
+    let out = d.ikigai().args(["schema", "--provider", "google"]).output();
+    assert!(
+        out.stderr.contains("Gemini refuses tool names")
+            && out.stderr.contains("not offered to the model: 9lives"),
+        "{out:?}"
+    );
+    let out = d
+        .ikigai()
+        .args(["schema", "--provider", "anthropic"])
+        .output();
+    assert_eq!(out.stderr, "", "{out:?}");
+    // The assistant's own names are accepted here too.
+    assert_eq!(schema(&d, "gemini"), tools);
+    assert_eq!(schema(&d, "Google"), tools);
     assert_eq!(tools.len(), 1);
     let declarations = tools[0]["functionDeclarations"].as_array().unwrap();
     let expected = expected();

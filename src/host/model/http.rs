@@ -3,8 +3,10 @@
 //! `ModelError` a person can act on (the provider's own message, not a
 //! status line alone).
 
+use std::cell::RefCell;
 use std::io::{BufReader, Read};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,6 +30,38 @@ fn agent() -> &'static ureq::Agent {
             .build()
             .into()
     })
+}
+
+thread_local! {
+    /// Set on a request's own thread (`stream_cancellable`): once the flag is
+    /// true, the person has given up on the reply, so reading it stops and
+    /// the connection is dropped instead of being read to its end.
+    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Makes every request on this thread stop reading once `flag` is set.
+pub fn stop_when(flag: Arc<AtomicBool>) {
+    STOP.with(|s| *s.borrow_mut() = Some(flag));
+}
+
+fn stopped() -> bool {
+    STOP.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    })
+}
+
+/// A reply body that ends (as if closed) once the request is given up.
+struct Stoppable<R>(R);
+
+impl<R: Read> Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if stopped() {
+            return Ok(0);
+        }
+        self.0.read(buf)
+    }
 }
 
 /// POSTs `body` to `url` and feeds each server-sent event of the reply to
@@ -60,7 +94,7 @@ pub fn post_sse(
     }
     let mut failure = None;
     let read = sse::read_events(
-        &mut BufReader::new(reader),
+        &mut BufReader::new(Stoppable(reader)),
         &mut |event| match on_event(event) {
             Ok(go_on) => go_on,
             Err(e) => {
@@ -72,7 +106,13 @@ pub fn post_sse(
     if let Some(e) = failure {
         return Err(e);
     }
-    read.map_err(|e| ModelError::Network(format!("connection lost mid-reply: {e}")))
+    if stopped() {
+        return Err(ModelError::Cancelled);
+    }
+    read.map_err(|e| match e {
+        sse::ReadError::Io(e) => ModelError::Network(format!("connection lost mid-reply: {e}")),
+        sse::ReadError::TooBig(why) => ModelError::Malformed(why),
+    })
 }
 
 /// The provider's explanation in an error body: `error.message` (all three
@@ -93,11 +133,11 @@ pub fn error_message(body: &str) -> String {
     shorten(body, 500)
 }
 
-/// `text` cut to at most `max` characters, saying so.
+/// `text` cut to at most `max` characters, saying how much was cut.
 pub fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}... ({} more bytes)", &text[..at], text.len() - at),
-        None => text.to_string(),
+    match crate::host::text::split_chars(text, max) {
+        (kept, "") => kept.to_string(),
+        (kept, cut) => format!("{kept}... ({} more bytes)", cut.len()),
     }
 }
 
@@ -114,6 +154,35 @@ pub fn event_json(provider: &str, data: &str) -> Result<Value, ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_up_request_stops_reading_an_endless_stream() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+            for _ in 0..100_000 {
+                if conn.write_all(b"data: {}\n\n").is_err() {
+                    break;
+                }
+            }
+        });
+        let flag = Arc::new(AtomicBool::new(false));
+        stop_when(Arc::clone(&flag));
+        let mut seen = 0;
+        // Without the stop, all 100000 events are read.
+        let result = post_sse(&url, &[], &serde_json::json!({}), &mut |_| {
+            seen += 1;
+            if seen == 3 {
+                flag.store(true, Ordering::SeqCst);
+            }
+            Ok(true)
+        });
+        assert_eq!(result, Err(ModelError::Cancelled));
+        assert!(seen < 1000, "{seen} events read after the stop");
+    }
 
     #[test]
     fn error_messages_from_each_provider_shape() {

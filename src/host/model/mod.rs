@@ -107,6 +107,9 @@ pub enum ModelError {
     Reported(String),
     /// The person pressed Ctrl-C.
     Cancelled,
+    /// A reply with neither text nor tool calls: nothing to add to the
+    /// history (OpenAI refuses an assistant message without content).
+    Empty,
 }
 
 impl std::fmt::Display for ModelError {
@@ -117,6 +120,7 @@ impl std::fmt::Display for ModelError {
             ModelError::Malformed(m) => write!(f, "unreadable reply: {m}"),
             ModelError::Reported(m) => write!(f, "error in the reply: {m}"),
             ModelError::Cancelled => write!(f, "cancelled"),
+            ModelError::Empty => write!(f, "the model returned an empty reply"),
         }
     }
 }
@@ -133,8 +137,8 @@ pub trait ModelClient: Send + Sync {
 }
 
 /// Runs `client.stream` on its own thread and returns when it finishes or
-/// as soon as `cancel` is set. A cancelled request's thread is left to end
-/// on its own (it stops at its next read); nothing it produces is used.
+/// as soon as `cancel` is set. A cancelled request's thread stops reading
+/// at its next read and drops the connection; nothing it produces is used.
 pub fn stream_cancellable(
     client: &Arc<dyn ModelClient>,
     request: Request,
@@ -147,7 +151,12 @@ pub fn stream_cancellable(
     }
     let (tx, rx) = mpsc::channel();
     let worker = Arc::clone(client);
+    // The worker's own flag: set when this request is given up, so the
+    // thread stops reading the reply and drops the connection.
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker_stop = Arc::clone(&stop);
     std::thread::spawn(move || {
+        http::stop_when(worker_stop);
         let text_tx = tx.clone();
         let result = worker.stream(&request, &mut |t: &str| {
             let _ = text_tx.send(Piece::Text(t.to_string()));
@@ -156,6 +165,7 @@ pub fn stream_cancellable(
     });
     loop {
         if cancel.load(Ordering::SeqCst) {
+            stop.store(true, Ordering::SeqCst);
             return Err(ModelError::Cancelled);
         }
         match rx.recv_timeout(Duration::from_millis(50)) {

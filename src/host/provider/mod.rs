@@ -8,7 +8,6 @@
 //! - Anthropic Messages: the JSON Schema as `input_schema`;
 //! - Google Gemini: the OpenAPI 3.0 subset it accepts, at every depth.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
@@ -50,9 +49,13 @@ impl ProviderKind {
     }
 }
 
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+/// A provider's name as people may write it, in its one spelling: any
+/// case, and `gemini` for `google`. Both `--provider` options (the
+/// assistant's and `ikigai schema`'s) read names through this.
+pub fn canonical_name(name: &str) -> String {
+    match name.to_ascii_lowercase().as_str() {
+        "gemini" => "google".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -60,9 +63,10 @@ impl FromStr for ProviderKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
+        let name = canonical_name(s);
         ProviderKind::ALL
             .into_iter()
-            .find(|k| k.as_str() == s)
+            .find(|k| k.as_str() == name)
             .ok_or_else(|| {
                 let names: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
                 format!("unknown provider '{s}' (providers: {})", names.join(", "))
@@ -85,6 +89,28 @@ pub fn tools_array(kind: ProviderKind, registry: &Registry) -> Value {
     }
 }
 
+/// The tools `kind` has to leave out of its array, by name: Gemini refuses
+/// names that do not start with a letter or `_`. The person is told.
+pub fn left_out(kind: ProviderKind, registry: &Registry) -> Vec<String> {
+    match kind {
+        ProviderKind::Google => registry
+            .entries()
+            .iter()
+            .filter(|e| !google::accepts_name(&e.name))
+            .map(|e| e.name.clone())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What to tell the person about the tools `left_out` names.
+pub fn left_out_notice(names: &[String]) -> String {
+    format!(
+        "Gemini refuses tool names that do not start with a letter or '_': not offered to the model: {}",
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +120,8 @@ mod tests {
         for kind in ProviderKind::ALL {
             assert_eq!(kind.as_str().parse::<ProviderKind>(), Ok(kind));
         }
+        assert_eq!("gemini".parse(), Ok(ProviderKind::Google));
+        assert_eq!("OpenAI".parse(), Ok(ProviderKind::OpenAiChat));
         assert_eq!(
             "gpt".parse::<ProviderKind>().unwrap_err(),
             "unknown provider 'gpt' (providers: openai, openai-responses, anthropic, google)"

@@ -9,10 +9,7 @@ use super::strict;
 
 /// One tool's declaration, from its normalised schema.
 pub fn tool(schema: &Value) -> Value {
-    let (parameters, is_strict) = match strict::parameters(&schema["parameters"]) {
-        Some(p) => (p, true),
-        None => (schema["parameters"].clone(), false),
-    };
+    let (parameters, is_strict) = strict::declared(&schema["parameters"]);
     json!({
         "type": "function",
         "function": {
@@ -47,5 +44,15 @@ mod tests {
         let t = tool(&loose);
         assert_eq!(t["function"]["strict"], false);
         assert_eq!(t["function"]["parameters"], loose["parameters"]);
+        // A nested object without properties takes any keys: strict would
+        // close it to {}.
+        let free = json!({"name": "req", "description": "d", "parameters": {
+            "type": "object", "properties": {"headers": {"type": "object"}},
+            "required": ["headers"]}});
+        let t = tool(&free);
+        assert_eq!(t["function"]["strict"], false);
+        assert_eq!(t["function"]["parameters"], free["parameters"]);
+        let none = json!({"name": "now", "description": "d", "parameters": {"type": "object"}});
+        assert_eq!(tool(&none)["function"]["strict"], true);
     }
 }

@@ -10,10 +10,7 @@ use super::strict;
 
 /// One tool's declaration, from its normalised schema.
 pub fn tool(schema: &Value) -> Value {
-    let (parameters, is_strict) = match strict::parameters(&schema["parameters"]) {
-        Some(p) => (p, true),
-        None => (schema["parameters"].clone(), false),
-    };
+    let (parameters, is_strict) = strict::declared(&schema["parameters"]);
     json!({
         "type": "function",
         "name": schema["name"],

@@ -59,6 +59,15 @@ const SHAPING: &[&str] = &[
 const MAX_DEPTH: usize = 10;
 const MAX_PROPERTIES: usize = 5000;
 
+/// The `parameters` to declare and whether they are strict: the strict form
+/// when there is one, else the schema unchanged.
+pub fn declared(params: &Value) -> (Value, bool) {
+    match parameters(params) {
+        Some(p) => (p, true),
+        None => (params.clone(), false),
+    }
+}
+
 /// The strict form of a tool's `parameters`, or `None` when it cannot be made
 /// strict.
 pub fn parameters(params: &Value) -> Option<Value> {
@@ -158,6 +167,10 @@ fn object(
     }
     let empty = Map::new();
     let properties = match s.get("properties") {
+        // A nested object that names no properties takes any keys; strict
+        // mode would close it to `{}` always. (The top level without
+        // properties is a tool that takes no arguments: closed is right.)
+        None if depth > 0 && s.get("additionalProperties").is_none() => return None,
         None => &empty,
         Some(Value::Object(p)) => p,
         Some(_) => return None,

@@ -4,7 +4,8 @@
 //! (`$XDG_CONFIG_HOME/ikigai/`, or `~/.config/ikigai/`), in the nested form
 //! `{"web_search": {"brave": {"api_key": "..."}}}`. The file is read only
 //! when the environment does not answer, and a file that cannot be used is
-//! an error naming it, never silently ignored.
+//! an error naming it, never silently ignored. The file itself is found
+//! and parsed by `crate::credentials`, which the assistant shares.
 
 use std::path::PathBuf;
 
@@ -12,8 +13,6 @@ use serde_json::Value;
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::Env;
-
-pub const FILE_NAME: &str = "credentials.json";
 
 /// A credential and where it came from (for messages; never the value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,42 +75,8 @@ impl<'a> Store<'a> {
     }
 }
 
-/// The file's path, when HOME or XDG_CONFIG_HOME says where it is.
-pub fn path(env: &Env) -> Option<PathBuf> {
-    env.config_dir().map(|dir| dir.join(FILE_NAME))
-}
-
 fn read(env: &Env) -> Result<Option<(PathBuf, Value)>, ToolError> {
-    let Some(path) = path(env) else {
-        return Ok(None);
-    };
-    let text = match std::fs::read(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(file_error(format!(
-                "cannot read credentials file {}: {}",
-                path.display(),
-                io_reason(&e)
-            )))
-        }
-    };
-    match serde_json::from_slice::<Value>(&text) {
-        Ok(json) => Ok(Some((path, json))),
-        // serde_json's message gives the position only, never the content.
-        Err(e) => Err(file_error(format!(
-            "credentials file {} is not valid JSON ({e}); fix it or remove it",
-            path.display()
-        ))),
-    }
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(end) => text[..end].to_lowercase(),
-        None => text,
-    }
+    crate::credentials::read(env).map_err(file_error)
 }
 
 /// A credentials file that exists but cannot be used: no usable
@@ -123,6 +88,7 @@ fn file_error(message: String) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::FILE_NAME;
 
     const KEYS: &[&str] = &["web_search", "brave", "api_key"];
 
