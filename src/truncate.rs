@@ -15,9 +15,11 @@ use serde_json::Value;
 /// Shrinks `answer` until its JSON takes at most `cap` bytes, cutting the
 /// middle of its longest top-level string fields. Returns whether it cut.
 pub fn fit(answer: &mut Value, cap: usize) -> bool {
-    let mut cut = false;
+    // The keys cut so far: a field is cut at most once (its own text may
+    // well contain the marker's wording, so the text cannot tell).
+    let mut done: Vec<String> = Vec::new();
     while json_len(answer) > cap {
-        let Some((key, text)) = longest_uncut_field(answer) else {
+        let Some((key, text)) = longest_uncut_field(answer, &done) else {
             break;
         };
         // Escapes make the JSON of a text longer than the text: budget in
@@ -36,9 +38,9 @@ pub fn fit(answer: &mut Value, cap: usize) -> bool {
             }
             keep = keep.saturating_sub(len - cap);
         }
-        cut = true;
+        done.push(key);
     }
-    cut
+    !done.is_empty()
 }
 
 /// Room for the marker line, so the first attempt usually fits.
@@ -48,13 +50,13 @@ fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0)
 }
 
-/// The longest string field not already cut (a cut one carries the marker).
-fn longest_uncut_field(answer: &Value) -> Option<(String, String)> {
+/// The longest string field not in `done`.
+fn longest_uncut_field(answer: &Value, done: &[String]) -> Option<(String, String)> {
     answer
         .as_object()?
         .iter()
+        .filter(|(k, _)| !done.contains(k))
         .filter_map(|(k, v)| Some((k, v.as_str()?)))
-        .filter(|(_, s)| !s.contains(MARKER_START))
         .max_by_key(|(_, s)| s.len())
         .filter(|(_, s)| !s.is_empty())
         .map(|(k, s)| (k.clone(), s.to_string()))
@@ -161,6 +163,14 @@ mod tests {
         assert!(serde_json::to_vec(&answer).unwrap().len() <= 2000);
         assert!(answer["a"].as_str().unwrap().contains("bytes omitted"));
         assert!(answer["b"].as_str().unwrap().contains("bytes omitted"));
+    }
+
+    #[test]
+    fn text_that_looks_like_a_marker_is_still_cut() {
+        let text = format!("[... start\n{}", "x\n".repeat(10_000));
+        let mut answer = json!({"output": text, "exit_code": 0});
+        assert!(fit(&mut answer, 2000));
+        assert!(serde_json::to_vec(&answer).unwrap().len() <= 2000);
     }
 
     #[test]

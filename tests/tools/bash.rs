@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::call;
+use crate::common::{call, run};
 
 fn bash(command: &str) -> serde_json::Value {
     call("bash", json!({ "command": command }))
@@ -68,4 +68,19 @@ fn binary_and_invalid_utf8_stay_valid_json() {
 fn large_output_works() {
     let answer = bash("head -c 100000000 /dev/zero | tr '\\0' 'x'");
     assert_eq!(answer["output"].as_str().unwrap().len(), 100_000_000);
+}
+
+/// Output that itself contains the marker's opening is still cut to fit
+/// the host's cap (the host would cut the JSON otherwise).
+#[test]
+fn marker_lookalike_output_still_fits_the_cap() {
+    let out = run("bash")
+        .env("IKIGAI_MAX_OUTPUT", "2000")
+        .json_in(&json!({"command": "echo '[... start'; seq 1 100000"}))
+        .output();
+    assert!(out.stdout.len() <= 2000, "{} bytes", out.stdout.len());
+    let answer = out.json();
+    let text = answer["output"].as_str().unwrap();
+    assert!(text.starts_with("[... start\n1\n"), "{text}");
+    assert!(text.ends_with("99999\n100000"), "{text}");
 }
