@@ -5,15 +5,22 @@
 //! written, as `2>&1` would. stdin is `/dev/null`, so a command waiting for
 //! input ends at once instead of hanging. The tool sets no timeout: the host
 //! kills its whole process group when the deadline passes.
+//!
+//! When the host announces its output cap, only the first and the last
+//! `cap` bytes of the output are kept while reading (the rest is counted),
+//! so a command printing gigabytes costs the tool O(cap) memory and the
+//! answer still says exactly how many bytes it left out.
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::ToolError;
 use crate::tool::{Env, Tool};
+use crate::tools::lossy_text;
+use crate::truncate::{self, Clipped};
 
 pub struct Bash;
 
@@ -46,23 +53,33 @@ impl Tool for Bash {
         SCHEMA
     }
 
-    fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
+    fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
         let command = args["command"].as_str().unwrap_or_default();
-        let (mut output, exit_code) = match run(command) {
+        let cap = env.max_output();
+        let (capture, exit_code) = match run(command, cap) {
             Ok(done) => done,
-            Err(e) => (format!("sh: {e}").into_bytes(), SPAWN_FAILED),
+            Err(e) => {
+                let mut capture = Capture::new(None);
+                capture.push(format!("sh: {e}").as_bytes());
+                (capture, SPAWN_FAILED)
+            }
         };
-        if output.last() == Some(&b'\n') {
-            output.pop();
+        let mut answer = Map::new();
+        answer.insert("output".into(), Value::Null);
+        answer.insert("exit_code".into(), exit_code.into());
+        let mut answer = Value::Object(answer);
+        match (capture.finish(), cap) {
+            (Captured::Whole(output), _) => answer["output"] = Value::String(lossy_text(output)),
+            (Captured::Clipped(clipped), Some(cap)) => {
+                truncate::fit_clipped(&mut answer, "output", clipped, cap)
+            }
+            (Captured::Clipped(_), None) => unreachable!("only a cap clips"),
         }
-        Ok(json!({
-            "output": String::from_utf8_lossy(&output),
-            "exit_code": exit_code,
-        }))
+        Ok(answer)
     }
 }
 
-fn run(command: &str) -> std::io::Result<(Vec<u8>, i32)> {
+fn run(command: &str, cap: Option<usize>) -> std::io::Result<(Capture, i32)> {
     let (mut reader, writer) = std::io::pipe()?;
     let mut child = Command::new("/bin/sh")
         .arg("-c")
@@ -73,16 +90,166 @@ fn run(command: &str) -> std::io::Result<(Vec<u8>, i32)> {
         .spawn()?;
     // The temporary Command, holding the parent's copies of the write end, is
     // gone by now; otherwise the pipe would never report end of file.
-    let mut output = Vec::new();
-    reader.read_to_end(&mut output)?;
+    let mut capture = Capture::new(cap);
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => capture.push(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     let status = child.wait()?;
-    Ok((output, exit_code(status)))
+    Ok((capture, exit_code(status)))
 }
 
+/// What a command printed: all of it, or, under a cap, its first `cap`
+/// bytes, a ring of its last `cap` bytes, and the count of all.
+struct Capture {
+    cap: Option<usize>,
+    head: Vec<u8>,
+    ring: Vec<u8>,
+    /// Where the ring's oldest byte is once it is full (0 while filling).
+    ring_start: usize,
+    total: usize,
+}
+
+enum Captured {
+    Whole(Vec<u8>),
+    Clipped(Clipped),
+}
+
+impl Capture {
+    fn new(cap: Option<usize>) -> Self {
+        Capture {
+            cap,
+            head: Vec::new(),
+            ring: Vec::new(),
+            ring_start: 0,
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, mut data: &[u8]) {
+        self.total += data.len();
+        let Some(cap) = self.cap else {
+            self.head.extend_from_slice(data);
+            return;
+        };
+        let to_head = cap.saturating_sub(self.head.len()).min(data.len());
+        self.head.extend_from_slice(&data[..to_head]);
+        data = &data[to_head..];
+        if data.len() >= cap {
+            self.ring.clear();
+            self.ring.extend_from_slice(&data[data.len() - cap..]);
+            self.ring_start = 0;
+            return;
+        }
+        let to_fill = (cap - self.ring.len()).min(data.len());
+        self.ring.extend_from_slice(&data[..to_fill]);
+        data = &data[to_fill..];
+        while !data.is_empty() {
+            let n = (cap - self.ring_start).min(data.len());
+            self.ring[self.ring_start..self.ring_start + n].copy_from_slice(&data[..n]);
+            self.ring_start = (self.ring_start + n) % cap;
+            data = &data[n..];
+        }
+    }
+
+    /// The output without its one trailing newline (as `$(...)` would).
+    fn finish(mut self) -> Captured {
+        self.ring.rotate_left(self.ring_start);
+        let (mut head, mut tail) = (self.head, self.ring);
+        let mut total = self.total;
+        let last = if tail.is_empty() {
+            &mut head
+        } else {
+            &mut tail
+        };
+        if last.last() == Some(&b'\n') {
+            last.pop();
+            total -= 1;
+        }
+        if head.len() + tail.len() == total {
+            head.append(&mut tail);
+            return Captured::Whole(head);
+        }
+        // Cut at character boundaries, so the cuts add no U+FFFD of their own.
+        if let Err(e) = std::str::from_utf8(&head) {
+            if e.error_len().is_none() {
+                head.truncate(e.valid_up_to());
+            }
+        }
+        let lead = tail
+            .iter()
+            .take(3)
+            .take_while(|&&b| b & 0xC0 == 0x80)
+            .count();
+        tail.drain(..lead);
+        Captured::Clipped(Clipped {
+            head: lossy_text(head),
+            tail: lossy_text(tail),
+            total,
+        })
+    }
+}
 /// The exit status a shell would report: the code, or 128 + the signal.
 fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(SPAWN_FAILED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture(cap: Option<usize>, chunks: &[&[u8]]) -> Captured {
+        let mut capture = Capture::new(cap);
+        for chunk in chunks {
+            capture.push(chunk);
+        }
+        capture.finish()
+    }
+
+    #[test]
+    fn keeps_head_and_a_ring_of_the_tail() {
+        let Captured::Clipped(c) = capture(Some(4), &[b"abc", b"defgh", b"ij", b"klmnop\n"]) else {
+            panic!("not clipped");
+        };
+        assert_eq!(
+            (c.head.as_str(), c.tail.as_str(), c.total),
+            ("abcd", "nop", 16)
+        );
+        let Captured::Clipped(c) = capture(Some(3), &[b"abcdefghijklmnopq"]) else {
+            panic!("not clipped");
+        };
+        assert_eq!(
+            (c.head.as_str(), c.tail.as_str(), c.total),
+            ("abc", "opq", 17)
+        );
+    }
+
+    #[test]
+    fn whole_when_nothing_was_dropped() {
+        let Captured::Whole(all) = capture(Some(4), &[b"abc", b"defg\n"]) else {
+            panic!("clipped");
+        };
+        assert_eq!(all, b"abcdefg");
+        let Captured::Whole(all) = capture(None, &[b"abc", b"def\n\n"]) else {
+            panic!("clipped");
+        };
+        assert_eq!(all, b"abcdef\n");
+    }
+
+    #[test]
+    fn cuts_fall_between_characters() {
+        let Captured::Clipped(c) = capture(Some(4), &["aaéé".as_bytes(), b"zz", "ééé".as_bytes()])
+        else {
+            panic!("not clipped");
+        };
+        assert_eq!((c.head.as_str(), c.tail.as_str()), ("aaé", "éé"));
+    }
 }

@@ -28,6 +28,13 @@ pub static TOOLS: &[&dyn Tool] = &[
     &web_fetch::WebFetch,
 ];
 
+/// Bytes as text for an answer: moved without a copy when they are UTF-8
+/// (output can be gigabytes), invalid sequences replaced by U+FFFD
+/// otherwise, so every answer stays valid JSON.
+pub fn lossy_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {
     TOOLS

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::common::{call, run};
+use crate::common::{call, link, run};
 
 fn bash(command: &str) -> serde_json::Value {
     call("bash", json!({ "command": command }))
@@ -83,4 +83,30 @@ fn marker_lookalike_output_still_fits_the_cap() {
     let text = answer["output"].as_str().unwrap();
     assert!(text.starts_with("[... start\n1\n"), "{text}");
     assert!(text.ends_with("99999\n100000"), "{text}");
+}
+
+/// Under the host's cap the tool keeps only the head and tail of what the
+/// command prints: 1.5 GB of output fits in 500 MB of address space, and
+/// the marker still counts every byte.
+#[test]
+fn capped_output_takes_memory_of_the_cap_not_of_the_output() {
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg("ulimit -v 500000; exec \"$0\" \"$1\"")
+        .arg(link("bash"))
+        .arg(
+            json!({"command": "head -c 1500000000 /dev/zero | tr '\\0' x; echo; seq 1 3"})
+                .to_string(),
+        )
+        .env("IKIGAI_MAX_OUTPUT", "3000")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.len() <= 3000, "{} bytes", out.stdout.len());
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = answer["output"].as_str().unwrap();
+    assert!(text.starts_with("xxxx"), "{text}");
+    assert!(text.ends_with("\n1\n2\n3"), "{text}");
+    assert!(text.contains("of 1500000006 bytes omitted"), "{text}");
+    assert_eq!(answer["exit_code"], 0);
 }
