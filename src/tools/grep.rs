@@ -15,7 +15,9 @@
 //! otherwise: `\` inside a bracket expression is an ordinary character, a `{`
 //! that starts no interval and an unmatched `)` are literals (as GNU grep
 //! has them), `{,n}` is `{0,n}`. Matching is line by line: `^`/`$` anchor at
-//! line ends and no match spans lines. Back-references are not supported.
+//! line ends and no match spans lines: nothing in a pattern matches `\n`
+//! (classes and negated brackets exclude it, the `s` flag is refused), so a
+//! search never runs past a line end. Back-references are not supported.
 //!
 //! Speed: the walk and the searches share every core; each file is read in
 //! large blocks and the regex runs over a whole block of lines at once, lines
@@ -165,23 +167,48 @@ fn translate_ere(pattern: &str) -> Result<String, String> {
                 let Some(&escaped) = chars.get(i + 1) else {
                     return Err("Trailing backslash".to_string());
                 };
-                out.push('\\');
-                out.push(escaped);
+                let mut escape = format!("\\{escaped}");
                 i += 2;
                 // `\p{L}`, `\x{41}`, `\b{start}`: the braces belong to the escape.
                 if matches!(escaped, 'p' | 'P' | 'x' | 'u' | 'U' | 'b' | 'B')
                     && chars.get(i) == Some(&'{')
                 {
                     if let Some(close) = chars[i..].iter().position(|&c| c == '}') {
-                        out.extend(&chars[i..=i + close]);
+                        escape.extend(&chars[i..=i + close]);
                         i += close + 1;
                     }
                 }
+                // Classes and character codes that could match a newline
+                // (`\s`, `\W`, `\x0A`, `\n`, ...) match any but it.
+                if matches!(
+                    escaped,
+                    's' | 'S' | 'w' | 'W' | 'd' | 'D' | 'p' | 'P' | 'x' | 'u' | 'U' | 'n'
+                ) {
+                    escape = no_newline(&escape);
+                }
+                out.push_str(&escape);
             }
             '[' => {
                 let (class, next) = translate_bracket(&chars, i, Flavor::Ere)?;
-                out.push_str(&class);
+                out.push_str(&no_newline(&class));
                 i = next;
+            }
+            '\n' => {
+                out.push_str(&no_newline("\\n"));
+                i += 1;
+            }
+            '(' if chars.get(i + 1) == Some(&'?') => {
+                let mut flags = chars[i + 2..].iter().take_while(|&&c| c != ')' && c != ':');
+                if flags.any(|&c| c == 's') {
+                    return Err(
+                        "the s flag (`.` matching a newline) is not supported: grep matches one line at a time"
+                            .to_string(),
+                    );
+                }
+                // `(?i)` and `(?i:...)` both close with a `)`.
+                depth += 1;
+                out.push_str("(?");
+                i += 2;
             }
             '(' => {
                 depth += 1;
@@ -218,6 +245,13 @@ fn translate_ere(pattern: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// `class` (a bracket expression or class escape) without the newline:
+/// matching is line by line, and a match that could run across lines would
+/// make the search quadratic on a file of many short lines.
+fn no_newline(class: &str) -> String {
+    format!("[{class}&&[^\\n]]")
 }
 
 /// An interval `{n}`, `{n,}`, `{n,m}` or `{,m}` at the start of `chars`:
@@ -382,12 +416,6 @@ fn search_lines(
         }
         let line_start = memchr::memrchr(b'\n', &hay[pos..start]).map_or(pos, |i| pos + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[start..]).map_or(len, |i| start + i);
-        // A match running past its line (`[^x]` and `\s` match `\n`) is
-        // no match unless the line matches on its own.
-        if m.end() > line_end && !regex.is_match(&hay[line_start..line_end]) {
-            pos = line_end + 1;
-            continue;
-        }
         line += memchr::memchr_iter(b'\n', &hay[counted..line_start]).count();
         counted = line_start;
         out.extend_from_slice(name);
@@ -435,16 +463,7 @@ mod tests {
     #[test]
     fn ere_passes_through_what_regex_reads_alike() {
         for p in [
-            "a|b",
-            "(ab)+c?",
-            "^x.*y$",
-            "a{2}",
-            "a{2,}",
-            "a{2,3}",
-            r"\.",
-            r"\w+\b",
-            "()",
-            "[[:alpha:]]",
+            "a|b", "(ab)+c?", "^x.*y$", "a{2}", "a{2,}", "a{2,3}", r"\.", r"\bx\B", "()", "(?i)x",
         ] {
             assert_eq!(ere(p), p);
         }
@@ -452,8 +471,8 @@ mod tests {
 
     #[test]
     fn ere_translations() {
-        assert_eq!(ere(r"[\n]"), r"[\\n]");
-        assert_eq!(ere("[]a]"), r"[\]a]");
+        assert_eq!(ere(r"[\n]"), r"[[\\n]&&[^\n]]");
+        assert_eq!(ere("[]a]"), r"[[\]a]&&[^\n]]");
         assert_eq!(ere("main() {"), r"main() \{");
         assert_eq!(ere("a{,3}"), "a{0,3}");
         assert_eq!(ere("a{x}"), r"a\{x\}");
@@ -462,14 +481,17 @@ mod tests {
         assert_eq!(ere("a{,}"), r"a\{,\}");
         assert_eq!(ere("x)"), r"x\)");
         assert_eq!(ere("(x))"), r"(x)\)");
-        assert_eq!(ere(r"\p{Greek}{2}"), r"\p{Greek}{2}");
-        assert_eq!(ere(r"\x{41}"), r"\x{41}");
+        assert_eq!(ere(r"\p{Greek}{2}"), r"[\p{Greek}&&[^\n]]{2}");
+        assert_eq!(ere(r"\x{41}"), r"[\x{41}&&[^\n]]");
+        assert_eq!(ere(r"\w+\s"), r"[\w&&[^\n]]+[\s&&[^\n]]");
+        assert_eq!(ere("[[:space:]]"), r"[[[:space:]]&&[^\n]]");
         assert_eq!(ere(r"\{"), r"\{");
     }
 
     #[test]
     fn ere_errors_say_what_is_wrong() {
         assert_eq!(translate_ere("a\\").unwrap_err(), "Trailing backslash");
+        assert!(translate_ere("(?s)a.b").unwrap_err().contains("s flag"));
         assert_eq!(
             translate_ere("[abc").unwrap_err(),
             "Unmatched [, [^, [:, [., or [="

@@ -398,3 +398,35 @@ fn both_protocols_give_the_same_answer() {
     let out = run("grep").json_in(&json!({"pattern": "("})).output();
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
 }
+
+/// Patterns whose match could run across lines (`[^x]*`, `\s`,
+/// `[[:space:]]`) stay linear: on 200 000 short lines the old search took
+/// time quadratic in them (about 45 minutes), GNU grep takes milliseconds.
+#[test]
+fn patterns_that_could_cross_lines_do_not_hang() {
+    use std::time::{Duration, Instant};
+    let mut text = "a\n".repeat(200_000);
+    text.push('b');
+    let dir = tree(&[("big.txt", text.as_bytes())]);
+    for pattern in ["a[^x]*b", r"a\s*b", "a[[:space:]]*b", r"a\W*b"] {
+        let args = json!({"pattern": pattern, "path": "big.txt"});
+        let mut child = std::process::Command::new(crate::common::link("grep"))
+            .arg(args.to_string())
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A generous bound that only a hang exceeds.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("grep {pattern} hangs");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer, json!({"output": "", "count": 0}), "{pattern}");
+    }
+}
