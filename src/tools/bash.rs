@@ -56,7 +56,14 @@ impl Tool for Bash {
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
         let command = args["command"].as_str().unwrap_or_default();
         let cap = env.max_output();
-        let (capture, exit_code) = match run(command, cap) {
+        // local-tools.md's edge case: an empty command is a shell error
+        // (127), not an empty script that succeeds.
+        let outcome = if command.trim().is_empty() {
+            Err(std::io::Error::other("empty command"))
+        } else {
+            run(command, cap)
+        };
+        let (capture, exit_code) = match outcome {
             Ok(done) => done,
             Err(e) => {
                 let mut capture = Capture::new(None);

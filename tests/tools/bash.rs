@@ -37,11 +37,18 @@ fn not_found_is_127() {
         answer["output"].as_str().unwrap().contains("not found"),
         "{answer}"
     );
-    assert_eq!(
-        bash("")["exit_code"],
-        0,
-        "an empty command is an empty script to sh"
-    );
+}
+
+/// local-tools.md: "Empty command: shell error (exit code 127)".
+#[test]
+fn empty_command_is_127() {
+    for command in ["", "  \n\t"] {
+        assert_eq!(
+            bash(command),
+            json!({"output": "sh: empty command", "exit_code": 127}),
+            "{command:?}"
+        );
+    }
 }
 
 #[test]
