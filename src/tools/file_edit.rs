@@ -148,6 +148,14 @@ impl Tool for FileEdit {
                     unchanged_since(&file, &meta, path)?;
                     Ok(1)
                 })?,
+                (None, _) if meta.len() > NEAR_MISS_LIMIT => {
+                    // The hint would hold the file and normalised copies of
+                    // it: on a huge file NOT_FOUND would become OUT_OF_MEMORY.
+                    return Err(ToolError::new(
+                        ErrorCode::NotFound,
+                        "String not found in file",
+                    ));
+                }
                 (None, _) => {
                     let mut file = file;
                     let content =
@@ -304,6 +312,10 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         }
     }
 }
+
+/// The largest file whose NOT_FOUND gets a near-miss hint: the hint costs
+/// the file and up to two normalised copies of it in memory.
+const NEAR_MISS_LIMIT: u64 = 64 << 20;
 
 /// NOT_FOUND, with the reason when a near miss explains it.
 fn not_found(content: &[u8], old: &[u8]) -> ToolError {

@@ -8,8 +8,8 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::file_support::{
-    call_unprivileged, call_with_small_file_limit, call_within, chmod, entries, in_full_fs,
-    is_root, mode, scratch,
+    call_unprivileged, call_with_memory_limit, call_with_small_file_limit, call_within, chmod,
+    entries, in_full_fs, is_root, mode, scratch,
 };
 use crate::common::{call, call_shellclaw, run};
 
@@ -162,6 +162,24 @@ fn spec_example_not_found() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\n");
     // Matching is exact: case and inner whitespace count.
     assert_eq!(edit(&path, "Alpha", "x")["error_code"], "NOT_FOUND");
+}
+
+/// The near-miss hint holds the file and normalised copies of it, so a
+/// huge file gets the plain NOT_FOUND, never OUT_OF_MEMORY.
+#[test]
+fn not_found_in_a_huge_file_is_not_out_of_memory() {
+    let (_dir, path) = file_with("big", b"");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let args = json!({"file_path": path, "old_string": "gamma\n", "new_string": "x"});
+    assert_eq!(
+        call_with_memory_limit("file-edit", &args, 300).json(),
+        error("String not found in file", "NOT_FOUND")
+    );
 }
 
 #[test]
