@@ -19,6 +19,10 @@
 //! (classes and negated brackets exclude it, the `s` flag is refused), so a
 //! search never runs past a line end. Back-references are not supported.
 //!
+//! A line longer than 64 MiB ends the search of its file (what was found
+//! before it stays): such a line is no text, and holding it could take all
+//! memory.
+//!
 //! Speed: the walk and the searches share every core; each file is read in
 //! large blocks and the regex runs over a whole block of lines at once, lines
 //! being located (and counted) only around matches.
@@ -298,6 +302,10 @@ struct Hits {
 /// The read block; it grows only for a line longer than itself.
 const BLOCK: usize = 256 * 1024;
 
+/// The longest line searched: the rest of a file from a longer line on is
+/// skipped.
+const MAX_LINE: usize = 64 << 20;
+
 impl Sink for Searcher {
     fn found(&mut self, path: Vec<u8>, kind: Kind) {
         if kind != Kind::File {
@@ -314,6 +322,10 @@ impl Sink for Searcher {
         };
         let start = self.text.len();
         let count = search_file(&self.regex, file, &mut self.buf, &path, &mut self.text);
+        if self.buf.len() > BLOCK {
+            // One long line must not keep its buffer for the other files.
+            self.buf = vec![0; BLOCK];
+        }
         if count > 0 {
             let lines = start..self.text.len();
             self.hits.push(Hits { path, lines, count });
@@ -334,7 +346,8 @@ impl Searcher {
 
 /// Searches `reader` block by block (each block ending at a line end, `buf`
 /// growing only for a longer line); appends the matching lines to `out`;
-/// returns how many. A read error ends the file, keeping what was found.
+/// returns how many. A read error, or a line longer than MAX_LINE, ends the
+/// file, keeping what was found.
 fn search_file(
     regex: &Regex,
     mut reader: impl Read,
@@ -370,7 +383,13 @@ fn search_file(
             match memchr::memrchr(b'\n', &buf[..filled]) {
                 Some(i) => i + 1,
                 None => {
+                    // A line longer than MAX_LINE (or than memory allows)
+                    // ends the search of its file: it is no text a model
+                    // could read, and holding it could take all memory.
                     let longer = buf.len() * 2;
+                    if longer > MAX_LINE || buf.try_reserve_exact(longer - buf.len()).is_err() {
+                        return count;
+                    }
                     buf.resize(longer, 0);
                     continue;
                 }

@@ -63,6 +63,12 @@ mod tests {
     }
 
     #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(lossy_text(b"ok".to_vec()), "ok");
+        assert_eq!(lossy_text(b"a\xffb\xc3".to_vec()), "a\u{FFFD}b\u{FFFD}");
+    }
+
+    #[test]
     fn names_are_unique() {
         let mut names: Vec<&str> = TOOLS.iter().flat_map(|t| [t.name(), t.command()]).collect();
         names.sort();

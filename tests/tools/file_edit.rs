@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::file_support::{
-    call_unprivileged, call_with_memory_limit, call_with_small_file_limit, call_within, chmod,
+    call_memory_limited, call_unprivileged, call_with_small_file_limit, call_within, chmod,
     entries, in_full_fs, is_root, mode, scratch,
 };
 use crate::common::{call, call_shellclaw, run};
@@ -177,7 +177,7 @@ fn not_found_in_a_huge_file_is_not_out_of_memory() {
         .unwrap();
     let args = json!({"file_path": path, "old_string": "gamma\n", "new_string": "x"});
     assert_eq!(
-        call_with_memory_limit("file-edit", &args, 300).json(),
+        call_memory_limited("file-edit", &args, 300).json(),
         error("String not found in file", "NOT_FOUND")
     );
 }

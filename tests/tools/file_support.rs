@@ -134,7 +134,7 @@ pub fn call_with_small_file_limit(tool: &str, args: &Value) -> Value {
 
 /// Calls `tool` with its address space limited to `megabytes` (`ulimit
 /// -v`): a tool that would hold a big file in memory fails there.
-pub fn call_with_memory_limit(tool: &str, args: &Value, megabytes: u64) -> Output {
+pub fn call_memory_limited(tool: &str, args: &Value, megabytes: u64) -> Output {
     let mut cmd = Command::new("sh");
     cmd.args(["-c", "ulimit -v $2; exec \"$0\" \"$1\""])
         .arg(bin())

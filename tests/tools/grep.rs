@@ -430,3 +430,26 @@ fn patterns_that_could_cross_lines_do_not_hang() {
         assert_eq!(answer, json!({"output": "", "count": 0}), "{pattern}");
     }
 }
+
+/// A line longer than 64 MiB (here a 3 GB sparse file without a newline)
+/// ends the search of its file instead of taking all memory; the other
+/// files are searched as usual.
+#[test]
+fn a_huge_line_skips_the_rest_of_its_file() {
+    let dir = tree(&[("a.txt", b"needle\n")]);
+    std::fs::File::create(dir.path().join("b.bin"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -v 1000000; exec \"$0\""])
+        .arg(crate::common::link("grep"))
+        .current_dir(dir.path());
+    let out =
+        super::file_support::run_within(cmd, json!({"pattern": "needle"}).to_string().as_bytes());
+    assert_eq!(
+        out.json(),
+        json!({"output": "./a.txt:1: needle", "count": 1}),
+        "{out:?}"
+    );
+}
