@@ -149,7 +149,8 @@ impl<W: Write> Write for Chunks<W> {
 }
 
 /// Writes to stdout; a reader that went away (EPIPE) is not our failure.
-fn print_out(bytes: &[u8], newline: bool) {
+/// (println! would panic there.)
+pub fn print_out(bytes: &[u8], newline: bool) {
     let mut out = io::stdout().lock();
     let _ = out.write_all(bytes);
     if newline {
