@@ -4,7 +4,9 @@
 //! stdout and stderr share one pipe, so `output` interleaves them in the order
 //! written, as `2>&1` would. stdin is `/dev/null`, so a command waiting for
 //! input ends at once instead of hanging. The tool sets no timeout: the host
-//! kills its whole process group when the deadline passes.
+//! kills its whole process group when the deadline passes. A background
+//! job that keeps the output pipe open (`server &`) is not waited for: once
+//! sh has exited, output is read for 200 ms more, then the answer is given.
 //!
 //! When the host announces its output cap, only the first and the last
 //! `cap` bytes of the output are kept while reading (the rest is counted),
@@ -12,8 +14,10 @@
 //! answer still says exactly how many bytes it left out.
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
@@ -99,7 +103,28 @@ fn run(command: &str, cap: Option<usize>) -> std::io::Result<(Capture, i32)> {
     // gone by now; otherwise the pipe would never report end of file.
     let mut capture = Capture::new(cap);
     let mut buf = vec![0; 1 << 16];
+    // A background job (`server &`) keeps the pipe open after sh exits:
+    // from sh's exit on, read only until GRACE has passed, then answer
+    // with what came (the host kills the process group afterwards).
+    let mut status = None;
+    let mut deadline = None;
     loop {
+        if status.is_none() {
+            status = child.try_wait()?;
+            if status.is_some() {
+                deadline = Some(Instant::now() + GRACE);
+            }
+        }
+        let wait = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) => left,
+                None => break,
+            },
+            None => POLL,
+        };
+        if !readable(&reader, wait)? {
+            continue;
+        }
         match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => capture.push(&buf[..n]),
@@ -107,8 +132,40 @@ fn run(command: &str, cap: Option<usize>) -> std::io::Result<(Capture, i32)> {
             Err(e) => return Err(e),
         }
     }
-    let status = child.wait()?;
+    let status = match status {
+        Some(status) => status,
+        None => child.wait()?,
+    };
     Ok((capture, exit_code(status)))
+}
+
+/// How long output is still read after sh exits while a background job
+/// holds the pipe open.
+const GRACE: Duration = Duration::from_millis(200);
+
+/// How often a silent command is checked for having exited.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Whether `reader` has data (or end of file) within `wait`.
+fn readable(reader: &impl AsRawFd, wait: Duration) -> std::io::Result<bool> {
+    let mut fd = libc::pollfd {
+        fd: reader.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd, for the duration of the call.
+    match unsafe { libc::poll(&mut fd, 1, ms) } {
+        -1 => {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        n => Ok(n > 0),
+    }
 }
 
 /// What a command printed: all of it, or, under a cap, its first `cap`

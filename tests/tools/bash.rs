@@ -117,3 +117,26 @@ fn capped_output_takes_memory_of_the_cap_not_of_the_output() {
     assert!(text.contains("of 1500000006 bytes omitted"), "{text}");
     assert_eq!(answer["exit_code"], 0);
 }
+
+/// A background job holding the output pipe open is not waited for: the
+/// answer comes soon after sh exits (a hang deadline of a minute, against
+/// a job of ten minutes).
+#[test]
+fn background_jobs_are_not_waited_for() {
+    let answer = super::file_support::call_within(
+        "bash",
+        &json!({"command": "sleep 600 & echo started $!"}),
+    );
+    let output = answer["output"].as_str().unwrap().to_string();
+    let pid: i32 = output.strip_prefix("started ").unwrap().parse().unwrap();
+    // SAFETY: kill has no memory preconditions; the pid is the job's.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(answer["exit_code"], 0);
+}
+
+/// Output still in the pipe when sh exits is all read.
+#[test]
+fn all_output_is_read_after_sh_exits() {
+    let answer = bash("seq 1 200000 | tail -c 100000; echo end");
+    assert!(answer["output"].as_str().unwrap().ends_with("200000\nend"));
+}
