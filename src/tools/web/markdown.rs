@@ -254,6 +254,37 @@ mod tests {
     }
 
     #[test]
+    fn deep_quotes_and_lists_are_prefixed_only_so_deep() {
+        // 1000 nested quotes around a big text never finished: every level
+        // rewrote all of it.
+        let text = "word ".repeat(1000);
+        let html = format!(
+            "{}{text}{}",
+            "<blockquote>".repeat(1000),
+            "</blockquote>".repeat(1000)
+        );
+        // html2md recurses per level: more stack than a test thread has.
+        let deep_md = |html: String| {
+            std::thread::Builder::new()
+                .stack_size(512 << 20)
+                .spawn(move || md(&html))
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        let out = deep_md(html);
+        assert!(
+            out.starts_with(&format!("{}word", "> ".repeat(16))),
+            "{}",
+            &out[..80]
+        );
+        let html = format!("{}x{}", "<ul><li>".repeat(100), "</li></ul>".repeat(100));
+        let out = deep_md(html);
+        let widest = out.lines().map(|l| l.len() - l.trim_start().len()).max();
+        assert!(widest <= Some(2 * 16), "{widest:?}\n{out}");
+    }
+
+    #[test]
     fn spec_elements() {
         let out = md(
             "<p>A <a href=\"https://x.org/a\">link</a>, <strong>bold</strong>, \
