@@ -41,7 +41,9 @@ pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
             let err = ToolError::invalid_arg(format!(
                 "unknown option '{flag}' (options: --schema, --describe, --help)"
             ));
-            return finish(tool, Protocol::Ikigai, Err(err));
+            // A command-line mistake, like `file-read bogus`: exit 1 and say
+            // it on stderr too, not a quiet 0.
+            return finish(tool, Protocol::Shellclaw, Err(err));
         }
         Some(_) => (Protocol::Shellclaw, os_bytes(&argv[0])),
         None => {
