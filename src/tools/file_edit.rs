@@ -5,7 +5,9 @@
 //! the replaced spans is written back exactly as it was, whatever its
 //! encoding: CRLF stays CRLF, a BOM stays, invalid UTF-8 stays. Without
 //! `replace_all` the string must occur exactly once (occurrences that overlap
-//! count, since they make the place ambiguous); with it, every
+//! count, since they make the place ambiguous, and the answer says so; the
+//! count NOT_UNIQUE reports is the non-overlapping one replace_all would
+//! replace); with it, every
 //! non-overlapping occurrence is replaced, and none at all is a success that
 //! leaves the file untouched.
 //!
@@ -162,11 +164,22 @@ impl Tool for FileEdit {
                         fs::read_whole(&mut file).map_err(|e| fs::read_error(&e, path))?;
                     return Err(not_found(&content, old));
                 }
-                (Some(_), found) => {
-                    return Err(ToolError::new(
-                        ErrorCode::NotUnique,
-                        format!("String found {found} times, use replace_all to replace all"),
-                    ));
+                (Some(_), overlapping) => {
+                    // Counted as replace_all counts (non-overlapping), so
+                    // "found N times" and "Replaced N" agree.
+                    let apart = scan(&file, &finder, false, usize::MAX, None)
+                        .map_err(read_error)?
+                        .count;
+                    let message = if apart > 1 {
+                        format!("String found {apart} times, use replace_all to replace all")
+                    } else {
+                        format!(
+                            "String found {overlapping} times where occurrences overlap, so \
+                             the place is ambiguous; include more of the surrounding text \
+                             in old_string (replace_all would replace only the first)"
+                        )
+                    };
+                    return Err(ToolError::new(ErrorCode::NotUnique, message));
                 }
             }
         };

@@ -141,8 +141,24 @@ fn spec_example_not_unique() {
         "x = 1\nx = 1\nx = 1\n"
     );
     assert_eq!(entries(dir.path()), ["f"]);
-    // Overlapping occurrences make the place ambiguous as well.
+    // Overlapping occurrences make the place ambiguous as well, and say so.
     let (_dir, path) = file_with("g", b"aaa");
+    assert_eq!(
+        edit(&path, "aa", "b"),
+        error(
+            "String found 2 times where occurrences overlap, so the place is ambiguous; \
+             include more of the surrounding text in old_string (replace_all would replace \
+             only the first)",
+            "NOT_UNIQUE"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "aaa");
+}
+
+/// NOT_UNIQUE counts as replace_all replaces: non-overlapping occurrences.
+#[test]
+fn not_unique_count_is_what_replace_all_replaces() {
+    let (_dir, path) = file_with("f", b"aaaaa");
     assert_eq!(
         edit(&path, "aa", "b"),
         error(
@@ -150,6 +166,8 @@ fn spec_example_not_unique() {
             "NOT_UNIQUE"
         )
     );
+    assert_eq!(edit_all(&path, "aa", "b")["replacements"], 2);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "bba");
 }
 
 #[test]
