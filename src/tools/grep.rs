@@ -34,11 +34,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 
 use regex::bytes::{Regex, RegexBuilder};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::search::{self, translate_bracket, Flavor, Kind, Pattern, Sink};
+use crate::tools::{lossy_text, output_and_count};
 
 pub struct Grep;
 
@@ -85,12 +86,7 @@ impl Tool for Grep {
         };
         let regex = compile(args["pattern"].as_str().unwrap_or_default())?;
         let path = text("path", ".");
-        let files = Pattern::new(&path, &text("glob", "*")).map_err(|reason| {
-            ToolError::new(
-                ErrorCode::InvalidPattern,
-                format!("Invalid glob pattern: {reason}"),
-            )
-        })?;
+        let files = Pattern::new(&path, &text("glob", "*")).map_err(search::invalid_glob)?;
         let sinks = if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             // A file given as `path` would make `path/glob` match nothing;
             // the caller plainly means that file.
@@ -118,9 +114,7 @@ impl Tool for Grep {
             output.extend_from_slice(lines);
         }
         output.pop(); // the last line's `\n`
-        let output = String::from_utf8(output)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        Ok(json!({ "output": output, "count": count }))
+        Ok(output_and_count(lossy_text(output), count))
     }
 }
 

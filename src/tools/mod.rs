@@ -35,6 +35,15 @@ pub fn lossy_text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// `{"output": ..., "count": N}`, the output moved in (json! would copy
+/// it, and it can be big).
+pub fn output_and_count(output: String, count: usize) -> serde_json::Value {
+    let mut answer = serde_json::Map::new();
+    answer.insert("output".into(), output.into());
+    answer.insert("count".into(), count.into());
+    answer.into()
+}
+
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {
     TOOLS

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use html2md::dummy::DummyHandler;
 use html2md::{Handle, NodeData, StructuredPrinter, TagHandler, TagHandlerFactory};
 
-use super::markdown::collapse_blank_lines;
+use super::markdown::{collapse_blank_lines, collapse_spaces};
 
 type Handlers = HashMap<String, Box<dyn TagHandlerFactory>>;
 
@@ -54,10 +54,6 @@ fn name_of(node: &Handle) -> Option<&str> {
         NodeData::Element { name, .. } => Some(&name.local),
         _ => None,
     }
-}
-
-fn collapse_spaces(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `<h1>`..`<h6>` as one ATX line: `#`..`######`, a space, the heading's

@@ -254,9 +254,28 @@ pub fn host_of(url: &Uri) -> String {
     }
 }
 
+/// A status as every web tool words it, web-tools.md's form:
+/// `HTTP 404: Not Found`, or `HTTP 599` for a code without a name.
+pub fn status_text(status: u16) -> String {
+    match ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(reason) => format!("HTTP {status}: {reason}"),
+        None => format!("HTTP {status}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_texts() {
+        assert_eq!(status_text(404), "HTTP 404: Not Found");
+        assert_eq!(status_text(500), "HTTP 500: Internal Server Error");
+        assert_eq!(status_text(599), "HTTP 599");
+    }
 
     #[test]
     fn limits_are_the_specified_ones() {

@@ -118,7 +118,8 @@ pub fn fragment_text(html: &str) -> String {
     collapse_spaces(&text_of(&dom.document))
 }
 
-fn collapse_spaces(text: &str) -> String {
+/// Every run of whitespace made one space, none at either end.
+pub fn collapse_spaces(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
