@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
+use crate::tools::fs;
 use crate::tools::search::{self, Kind, Pattern, Sink};
 use crate::tools::{lossy_text, output_and_count};
 
@@ -65,7 +66,10 @@ impl Tool for Glob {
             if let Err(e) = std::fs::read_dir(path) {
                 return Err(ToolError::new(
                     ErrorCode::ReadError,
-                    format!("Read error during glob: cannot read directory {path}: {e}"),
+                    format!(
+                        "Read error during glob: cannot read directory {path}: {}",
+                        fs::plain_reason(&e)
+                    ),
                 ));
             }
         }

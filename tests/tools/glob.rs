@@ -170,7 +170,7 @@ fn a_path_that_cannot_be_read_is_read_error() {
             )),
             "{message}"
         );
-        assert!(message.contains(why), "{message}");
+        assert!(message.ends_with(why), "{message}");
     }
 }
 
