@@ -233,6 +233,17 @@ pub fn parse_url(url: &str) -> Result<Uri, String> {
     {
         return Err(format!("the host name '{name}' holds '{c}'"));
     }
+    // Uri takes any digits as a port; one no socket can have is the URL's
+    // fault, not the network's.
+    let port = match host.strip_prefix('[') {
+        Some(literal) => literal.split_once("]:").map(|(_, p)| p),
+        None => host.split_once(':').map(|(_, p)| p),
+    };
+    if let Some(port) = port.filter(|p| !p.is_empty()) {
+        if !matches!(port.parse::<u32>(), Ok(1..=65535)) {
+            return Err(format!("port {port} is not a port number (1-65535)"));
+        }
+    }
     let mut encoded = String::with_capacity(url.len());
     for &b in url.as_bytes() {
         if b > 0x7e || b <= b' ' || b"\"<>\\^`{|}".contains(&b) {
@@ -366,6 +377,11 @@ mod tests {
             "the host name 'exa mple.com' holds ' '"
         );
         assert_eq!(ok("http://[::1]:8080/"), "http://[::1]:8080/");
+        assert_eq!(
+            err("http://127.0.0.1:99999/"),
+            "port 99999 is not a port number (1-65535)"
+        );
+        assert_eq!(err("http://h:0/"), "port 0 is not a port number (1-65535)");
     }
 
     #[test]
