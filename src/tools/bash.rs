@@ -79,12 +79,11 @@ impl Tool for Bash {
         answer.insert("output".into(), Value::Null);
         answer.insert("exit_code".into(), exit_code.into());
         let mut answer = Value::Object(answer);
-        match (capture.finish(), cap) {
-            (Captured::Whole(output), _) => answer["output"] = Value::String(lossy_text(output)),
-            (Captured::Clipped(clipped), Some(cap)) => {
+        match capture.finish() {
+            Captured::Whole(output) => answer["output"] = Value::String(lossy_text(output)),
+            Captured::Clipped(clipped, cap) => {
                 truncate::fit_clipped(&mut answer, "output", clipped, cap)
             }
-            (Captured::Clipped(_), None) => unreachable!("only a cap clips"),
         }
         Ok(answer)
     }
@@ -181,7 +180,8 @@ struct Capture {
 
 enum Captured {
     Whole(Vec<u8>),
-    Clipped(Clipped),
+    /// Under the cap it was read with.
+    Clipped(Clipped, usize),
 }
 
 impl Capture {
@@ -235,10 +235,13 @@ impl Capture {
             last.pop();
             total -= 1;
         }
-        if head.len() + tail.len() == total {
-            head.append(&mut tail);
-            return Captured::Whole(head);
-        }
+        let cap = match self.cap {
+            Some(cap) if head.len() + tail.len() < total => cap,
+            _ => {
+                head.append(&mut tail);
+                return Captured::Whole(head);
+            }
+        };
         // Cut at character boundaries, so the cuts add no U+FFFD of their own.
         if let Err(e) = std::str::from_utf8(&head) {
             if e.error_len().is_none() {
@@ -251,11 +254,14 @@ impl Capture {
             .take_while(|&&b| b & 0xC0 == 0x80)
             .count();
         tail.drain(..lead);
-        Captured::Clipped(Clipped {
-            head: lossy_text(head),
-            tail: lossy_text(tail),
-            total,
-        })
+        Captured::Clipped(
+            Clipped {
+                head: lossy_text(head),
+                tail: lossy_text(tail),
+                total,
+            },
+            cap,
+        )
     }
 }
 /// The exit status a shell would report: the code, or 128 + the signal.
@@ -280,14 +286,15 @@ mod tests {
 
     #[test]
     fn keeps_head_and_a_ring_of_the_tail() {
-        let Captured::Clipped(c) = capture(Some(4), &[b"abc", b"defgh", b"ij", b"klmnop\n"]) else {
+        let Captured::Clipped(c, _) = capture(Some(4), &[b"abc", b"defgh", b"ij", b"klmnop\n"])
+        else {
             panic!("not clipped");
         };
         assert_eq!(
             (c.head.as_str(), c.tail.as_str(), c.total),
             ("abcd", "nop", 16)
         );
-        let Captured::Clipped(c) = capture(Some(3), &[b"abcdefghijklmnopq"]) else {
+        let Captured::Clipped(c, _) = capture(Some(3), &[b"abcdefghijklmnopq"]) else {
             panic!("not clipped");
         };
         assert_eq!(
@@ -310,7 +317,8 @@ mod tests {
 
     #[test]
     fn cuts_fall_between_characters() {
-        let Captured::Clipped(c) = capture(Some(4), &["aaéé".as_bytes(), b"zz", "ééé".as_bytes()])
+        let Captured::Clipped(c, _) =
+            capture(Some(4), &["aaéé".as_bytes(), b"zz", "ééé".as_bytes()])
         else {
             panic!("not clipped");
         };
