@@ -175,6 +175,19 @@ fn translate_ere(pattern: &str) -> Result<String, String> {
                         escape.extend(&chars[i..=i + close]);
                         i += close + 1;
                     }
+                } else {
+                    // `\pL`, `\x41`, `\u00e9`, `\U0001F600`: so many more
+                    // characters belong to the escape.
+                    let more = match escaped {
+                        'p' | 'P' => 1,
+                        'x' => 2,
+                        'u' => 4,
+                        'U' => 8,
+                        _ => 0,
+                    };
+                    let end = (i + more).min(chars.len());
+                    escape.extend(&chars[i..end]);
+                    i = end;
                 }
                 // Classes and character codes that could match a newline
                 // (`\s`, `\W`, `\x0A`, `\n`, ...) match any but it.
@@ -496,6 +509,12 @@ mod tests {
         assert_eq!(ere("(x))"), r"(x)\)");
         assert_eq!(ere(r"\p{Greek}{2}"), r"[\p{Greek}&&[^\n]]{2}");
         assert_eq!(ere(r"\x{41}"), r"[\x{41}&&[^\n]]");
+        assert_eq!(ere(r"\pLx"), r"[\pL&&[^\n]]x");
+        assert_eq!(
+            ere(r"\x41\u00e9\U0001F600"),
+            r"[\x41&&[^\n]][\u00e9&&[^\n]][\U0001F600&&[^\n]]"
+        );
+        assert_eq!(ere(r"\bx\B"), r"\bx\B");
         assert_eq!(ere(r"\w+\s"), r"[\w&&[^\n]]+[\s&&[^\n]]");
         assert_eq!(ere("[[:space:]]"), r"[[[:space:]]&&[^\n]]");
         assert_eq!(ere(r"\{"), r"\{");
