@@ -22,15 +22,16 @@ fn main() -> ExitCode {
         Personality::Host(rest) => host::main(rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
-            println!("{}", names.join("\n"));
+            tool_main::print_out(names.join("\n").as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Help => {
-            print!("{}", help());
+            tool_main::print_out(help().as_bytes(), false);
             ExitCode::SUCCESS
         }
         Personality::Version => {
-            println!("ikigai-tools {}", env!("CARGO_PKG_VERSION"));
+            let version = format!("ikigai-tools {}", env!("CARGO_PKG_VERSION"));
+            tool_main::print_out(version.as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Unknown(name) => {

@@ -41,7 +41,9 @@ pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
             let err = ToolError::invalid_arg(format!(
                 "unknown option '{flag}' (options: --schema, --describe, --help)"
             ));
-            return finish(tool, Protocol::Ikigai, Err(err));
+            // A command-line mistake, like `file-read bogus`: exit 1 and say
+            // it on stderr too, not a quiet 0.
+            return finish(tool, Protocol::Shellclaw, Err(err));
         }
         Some(_) => (Protocol::Shellclaw, os_bytes(&argv[0])),
         None => {
@@ -111,13 +113,46 @@ fn finish(tool: &dyn Tool, protocol: Protocol, result: Result<Value, ToolError>)
 }
 
 fn print_json(value: &Value) {
-    // Serialising a Value cannot fail: keys are strings, numbers are finite.
-    let text = serde_json::to_vec(value).unwrap_or_default();
-    print_out(&text, false);
+    // Straight to stdout through one buffer: a big answer (bash printing
+    // gigabytes) is not held a second time as text. Serialising a Value
+    // cannot fail (string keys, finite numbers); a reader that went away
+    // (EPIPE) is not our failure.
+    let mut out = Chunks(Vec::with_capacity(CHUNK + 4096), io::stdout().lock());
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = out.flush();
+}
+
+/// Collects the serialiser's many small writes in a Vec (whose
+/// extend_from_slice inlines to a copy, where BufWriter's write_all costs
+/// half as much time again) and hands them on in chunks.
+struct Chunks<W: Write>(Vec<u8>, W);
+
+const CHUNK: usize = 1 << 16;
+
+impl<W: Write> Write for Chunks<W> {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        if self.0.len() >= CHUNK {
+            self.1.write_all(&self.0)?;
+            self.0.clear();
+        }
+        Ok(buf.len())
+    }
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.write(buf).map(|_| ())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.1.write_all(&self.0)?;
+        self.0.clear();
+        self.1.flush()
+    }
 }
 
 /// Writes to stdout; a reader that went away (EPIPE) is not our failure.
-fn print_out(bytes: &[u8], newline: bool) {
+/// (println! would panic there.)
+pub fn print_out(bytes: &[u8], newline: bool) {
     let mut out = io::stdout().lock();
     let _ = out.write_all(bytes);
     if newline {

@@ -10,75 +10,141 @@
 //! failing build's log matters as much as its start) and saying exactly how
 //! much it left out. Called directly, without a cap, tools answer in full.
 
+use std::io;
+
+use serde::Serialize;
 use serde_json::Value;
 
 /// Shrinks `answer` until its JSON takes at most `cap` bytes, cutting the
 /// middle of its longest top-level string fields. Returns whether it cut.
 pub fn fit(answer: &mut Value, cap: usize) -> bool {
-    let mut cut = false;
+    // The keys cut so far: a field is cut at most once (its own text may
+    // well contain the marker's wording, so the text cannot tell).
+    let mut done: Vec<String> = Vec::new();
     while json_len(answer) > cap {
-        let Some((key, text)) = longest_uncut_field(answer) else {
+        let Some(key) = longest_uncut_field(answer, &done) else {
             break;
         };
-        // Escapes make the JSON of a text longer than the text: budget in
-        // JSON bytes, then scale to text bytes.
-        let text_json = json_len(&Value::String(text.clone()));
-        let others = json_len(answer) - text_json;
-        let budget = cap.saturating_sub(others + MARKER_ROOM);
-        let mut keep = (text.len() as u128 * budget as u128 / text_json as u128) as usize;
-        loop {
-            answer[key.as_str()] = Value::String(shorten(&text, keep, cap));
-            let len = json_len(answer);
-            // Shrink by what still overflows until it fits or nothing of the
-            // text is left.
-            if len <= cap || keep == 0 {
-                break;
-            }
-            keep = keep.saturating_sub(len - cap);
-        }
-        cut = true;
+        // Taken out, not cloned: the text can be gigabytes.
+        let Value::String(text) = answer[key.as_str()].take() else {
+            unreachable!("longest_uncut_field names a string field");
+        };
+        let total = text.len();
+        fit_field(answer, &key, &text, &text, total, cap);
+        done.push(key);
     }
-    cut
+    !done.is_empty()
+}
+
+/// A text of which only the first and last bytes were kept (a tool that
+/// knew the cap while reading kept no more): `head` is a prefix and `tail`
+/// a suffix of a text of `total` bytes, with `total - head - tail` bytes
+/// between them gone.
+pub struct Clipped {
+    pub head: String,
+    pub tail: String,
+    pub total: usize,
+}
+
+/// Sets `answer[key]` to as much of `clipped`'s head and tail as lets the
+/// whole answer fit in `cap` bytes, with the marker counting against the
+/// true total, exactly as [`fit`] would have cut the whole text.
+pub fn fit_clipped(answer: &mut Value, key: &str, clipped: Clipped, cap: usize) {
+    answer[key] = Value::Null;
+    fit_field(
+        answer,
+        key,
+        &clipped.head,
+        &clipped.tail,
+        clipped.total,
+        cap,
+    );
+}
+
+/// Puts into `answer[key]` (now `null`) the longest head and tail of a
+/// text (`head` a prefix, `tail` a suffix, `total` its length) that let the
+/// answer fit in `cap`, with the marker between them.
+fn fit_field(answer: &mut Value, key: &str, head: &str, tail: &str, total: usize, cap: usize) {
+    // Escapes make the JSON of a text longer than the text: budget in JSON
+    // bytes, then scale to text bytes.
+    let (text_len, text_json) = if std::ptr::eq(head, tail) {
+        (head.len(), json_len(head))
+    } else {
+        (head.len() + tail.len(), json_len(head) + json_len(tail))
+    };
+    let others = json_len(answer) - "null".len();
+    let budget = cap.saturating_sub(others + MARKER_ROOM);
+    let mut keep = (text_len as u128 * budget as u128 / text_json.max(1) as u128) as usize;
+    loop {
+        answer[key] = Value::String(shorten(head, tail, total, keep, cap));
+        let len = json_len(answer);
+        // Shrink by what still overflows until it fits or nothing of the
+        // text is left.
+        if len <= cap || keep == 0 {
+            break;
+        }
+        keep = keep.saturating_sub(len - cap);
+    }
 }
 
 /// Room for the marker line, so the first attempt usually fits.
 const MARKER_ROOM: usize = 200;
 
-fn json_len(value: &Value) -> usize {
-    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0)
+/// The length of `value`'s JSON, counted without keeping it: the answer
+/// can be gigabytes.
+fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serialising a Value or a str cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
-/// The longest string field not already cut (a cut one carries the marker).
-fn longest_uncut_field(answer: &Value) -> Option<(String, String)> {
+/// The key of the longest string field not in `done`.
+fn longest_uncut_field(answer: &Value, done: &[String]) -> Option<String> {
     answer
         .as_object()?
         .iter()
+        .filter(|(k, _)| !done.contains(k))
         .filter_map(|(k, v)| Some((k, v.as_str()?)))
-        .filter(|(_, s)| !s.contains(MARKER_START))
         .max_by_key(|(_, s)| s.len())
         .filter(|(_, s)| !s.is_empty())
-        .map(|(k, s)| (k.clone(), s.to_string()))
+        .map(|(k, _)| k.clone())
 }
 
-const MARKER_START: &str = "[... ";
-
-/// `text` with only about `keep` bytes left, split between its head and its
-/// tail at line ends where one is near, and a line saying what went.
-fn shorten(text: &str, keep: usize, cap: usize) -> String {
-    let head_end = snap_to_line(text, floor_char(text, keep / 2), true);
-    let tail_start = snap_to_line(text, ceil_char(text, text.len() - (keep - keep / 2)), false);
-    let (head, tail) = if head_end < tail_start {
-        (&text[..head_end], &text[tail_start..])
-    } else {
-        (&text[..floor_char(text, keep / 2)], "")
-    };
-    let omitted = text.len() - head.len() - tail.len();
+/// The line that stands where `omitted` of `total` bytes were left out to
+/// fit a `cap`-byte answer: the marker's one wording.
+fn marker(omitted: usize, total: usize, cap: usize) -> String {
     format!(
-        "{head}{sep}{MARKER_START}{omitted} of {total} bytes omitted: the answer exceeds the {cap}-byte output limit; \
-         ask for less (a range, a narrower pattern or path, `| head`) ...]\n{tail}",
-        sep = if head.is_empty() || head.ends_with('\n') { "" } else { "\n" },
-        total = text.len(),
+        "[... {omitted} of {total} bytes omitted: the answer exceeds the {cap}-byte output limit; \
+         ask for less (a range, a narrower pattern or path, `| head`) ...]\n"
     )
+}
+
+/// About `keep` bytes of a text (`head` a prefix, `tail` a suffix, `total`
+/// its length), split between its start and its end at line ends where one
+/// is near, and the marker saying what went.
+fn shorten(head: &str, tail: &str, total: usize, keep: usize, cap: usize) -> String {
+    let want_head = (keep / 2).min(head.len());
+    let want_tail = (keep - want_head).min(tail.len()).min(total - want_head);
+    let head = &head[..snap_to_line(head, floor_char(head, want_head), true)];
+    let tail = &tail[snap_to_line(tail, ceil_char(tail, tail.len() - want_tail), false)..];
+    let omitted = total.saturating_sub(head.len() + tail.len());
+    let sep = if head.is_empty() || head.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{head}{sep}{}{tail}", marker(omitted, total, cap))
 }
 
 /// Moves a cut point to just after the nearest `\n` within 256 bytes
@@ -164,8 +230,38 @@ mod tests {
     }
 
     #[test]
+    fn text_that_looks_like_a_marker_is_still_cut() {
+        let text = format!("[... start\n{}", "x\n".repeat(10_000));
+        let mut answer = json!({"output": text, "exit_code": 0});
+        assert!(fit(&mut answer, 2000));
+        assert!(serde_json::to_vec(&answer).unwrap().len() <= 2000);
+    }
+
+    #[test]
     fn gives_up_gracefully_when_nothing_can_be_cut() {
         let mut answer = json!({"n": 12345});
         assert!(!fit(&mut answer, 3));
+    }
+
+    #[test]
+    fn clipped_text_counts_against_its_true_total() {
+        let head: String = (0..1000).map(|i| format!("h{i}\n")).collect();
+        let tail: String = (0..1000).map(|i| format!("t{i}\n")).collect();
+        let total = 1_000_000;
+        let mut answer = json!({"output": null, "exit_code": 0});
+        let clipped = Clipped {
+            head: head.clone(),
+            tail: tail.clone(),
+            total,
+        };
+        fit_clipped(&mut answer, "output", clipped, 3000);
+        assert!(serde_json::to_vec(&answer).unwrap().len() <= 3000);
+        let out = answer["output"].as_str().unwrap();
+        assert!(out.starts_with("h0\nh1\n"));
+        assert!(out.ends_with("t998\nt999\n"));
+        let marker = out.lines().find(|l| l.starts_with("[... ")).unwrap();
+        let omitted: usize = marker[5..].split(' ').next().unwrap().parse().unwrap();
+        assert_eq!(out.len() - marker.len() - 1 + omitted, total);
+        assert!(marker.contains("of 1000000 bytes omitted"));
     }
 }

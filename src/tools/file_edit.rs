@@ -5,7 +5,9 @@
 //! the replaced spans is written back exactly as it was, whatever its
 //! encoding: CRLF stays CRLF, a BOM stays, invalid UTF-8 stays. Without
 //! `replace_all` the string must occur exactly once (occurrences that overlap
-//! count, since they make the place ambiguous); with it, every
+//! count, since they make the place ambiguous, and the answer says so; the
+//! count NOT_UNIQUE reports is the non-overlapping one replace_all would
+//! replace); with it, every
 //! non-overlapping occurrence is replaced, and none at all is a success that
 //! leaves the file untouched.
 //!
@@ -148,17 +150,36 @@ impl Tool for FileEdit {
                     unchanged_since(&file, &meta, path)?;
                     Ok(1)
                 })?,
+                (None, _) if meta.len() > NEAR_MISS_LIMIT => {
+                    // The hint would hold the file and normalised copies of
+                    // it: on a huge file NOT_FOUND would become OUT_OF_MEMORY.
+                    return Err(ToolError::new(
+                        ErrorCode::NotFound,
+                        "String not found in file",
+                    ));
+                }
                 (None, _) => {
                     let mut file = file;
                     let content =
                         fs::read_whole(&mut file).map_err(|e| fs::read_error(&e, path))?;
                     return Err(not_found(&content, old));
                 }
-                (Some(_), found) => {
-                    return Err(ToolError::new(
-                        ErrorCode::NotUnique,
-                        format!("String found {found} times, use replace_all to replace all"),
-                    ));
+                (Some(_), overlapping) => {
+                    // Counted as replace_all counts (non-overlapping), so
+                    // "found N times" and "Replaced N" agree.
+                    let apart = scan(&file, &finder, false, usize::MAX, None)
+                        .map_err(read_error)?
+                        .count;
+                    let message = if apart > 1 {
+                        format!("String found {apart} times, use replace_all to replace all")
+                    } else {
+                        format!(
+                            "String found {overlapping} times where occurrences overlap, so \
+                             the place is ambiguous; include more of the surrounding text \
+                             in old_string (replace_all would replace only the first)"
+                        )
+                    };
+                    return Err(ToolError::new(ErrorCode::NotUnique, message));
                 }
             }
         };
@@ -304,6 +325,10 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         }
     }
 }
+
+/// The largest file whose NOT_FOUND gets a near-miss hint: the hint costs
+/// the file and up to two normalised copies of it in memory.
+const NEAR_MISS_LIMIT: u64 = 64 << 20;
 
 /// NOT_FOUND, with the reason when a near miss explains it.
 fn not_found(content: &[u8], old: &[u8]) -> ToolError {

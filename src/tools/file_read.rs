@@ -10,6 +10,12 @@
 //! a range deep in a huge file costs one pass up to it and memory for the
 //! range only. Bytes that are not UTF-8 are shown as U+FFFD.
 //!
+//! Memory: what cannot be allocated is OUT_OF_MEMORY saying what to ask
+//! instead (a range, fewer lines), never an abort. A file that reports size 0
+//! (procfs, sysfs) may still have content, even without end
+//! (/proc/self/pagemap): at most 64 MiB is read from it, and more is
+//! OUT_OF_MEMORY.
+//!
 //! Only regular files are read. The file is opened non-blocking and checked
 //! with fstat before any read, so nothing can hang or read forever:
 //!
@@ -32,6 +38,7 @@ use serde_json::{json, Map, Value};
 use super::fs;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
+use crate::tools::lossy_text;
 
 pub struct FileRead;
 
@@ -62,6 +69,10 @@ const SCHEMA: &str = r#"{
 /// vanishes next to the newline scan.
 const CHUNK: usize = 1 << 20;
 
+/// The most file_read takes from a file that reports no size (see
+/// `execute`).
+const UNSIZED_LIMIT: u64 = 64 << 20;
+
 impl Tool for FileRead {
     fn name(&self) -> &'static str {
         "file_read"
@@ -79,12 +90,53 @@ impl Tool for FileRead {
         let offset = line_count(args, "offset", 1, " (lines are numbered from 1)")?;
         let limit = line_count(args, "limit", 0, "")?;
         let mut file = open(path)?;
-        let bytes = match (offset.unwrap_or(1), limit) {
-            (1, None) => fs::read_whole(&mut file),
-            (offset, limit) => read_lines(&mut file, offset, limit),
+        // A file that reports size 0 may still have content (procfs,
+        // sysfs), even without end (/proc/self/pagemap): take at most
+        // UNSIZED_LIMIT bytes of it. A sized file is bounded by its size.
+        let unsized_file = file.metadata().map(|m| m.len()).unwrap_or(0) == 0;
+        let whole = (offset.unwrap_or(1), limit) == (1, None);
+        let mut over_bound = false;
+        let bytes = if !unsized_file && whole {
+            fs::read_whole(&mut file)
+        } else if !unsized_file {
+            read_lines(&mut file, offset.unwrap_or(1), limit)
+        } else {
+            // One page more than the limit: reaching the bound means there
+            // is more. Read in chunks of CHUNK bytes: pagemap refuses reads
+            // of partial entries, which read_to_end's probing reads can be.
+            let mut input = Read::take(&file, UNSIZED_LIMIT + 4096);
+            let bytes = read_lines(&mut input, offset.unwrap_or(1), limit);
+            over_bound = input.limit() == 0;
+            bytes
+        };
+        if over_bound {
+            return Err(ToolError::new(
+                ErrorCode::OutOfMemory,
+                format!(
+                    "Out of memory: {path} (it reports no size and holds more than {} MiB, \
+                     all that file_read takes from such a file)",
+                    UNSIZED_LIMIT >> 20
+                ),
+            ));
         }
-        .map_err(|e| fs::read_error(&e, path))?;
-        Ok(json!({ "output": into_text(bytes) }))
+        let bytes = bytes.map_err(|e| match e.kind() {
+            io::ErrorKind::OutOfMemory => ToolError::new(
+                ErrorCode::OutOfMemory,
+                if whole {
+                    format!(
+                        "Out of memory: {path} (too large to read whole; \
+                         read a range with offset and limit)"
+                    )
+                } else {
+                    format!(
+                        "Out of memory: {path} (the range is too large to hold; \
+                         ask for fewer lines with a smaller limit)"
+                    )
+                },
+            ),
+            _ => fs::read_error(&e, path),
+        })?;
+        Ok(json!({ "output": lossy_text(bytes) }))
     }
 }
 
@@ -177,14 +229,14 @@ fn read_lines(input: &mut impl Read, offset: u64, limit: Option<u64>) -> io::Res
             }
         }
         match to_take {
-            None => out.extend_from_slice(chunk),
+            None => append(&mut out, chunk)?,
             Some(wanted) => match nth_newline(chunk, wanted) {
                 Ok(at) => {
-                    out.extend_from_slice(&chunk[..=at]);
+                    append(&mut out, &chunk[..=at])?;
                     return Ok(out);
                 }
                 Err(seen) => {
-                    out.extend_from_slice(chunk);
+                    append(&mut out, chunk)?;
                     to_take = Some(wanted - seen);
                 }
             },
@@ -205,13 +257,13 @@ fn nth_newline(bytes: &[u8], n: u64) -> Result<usize, u64> {
     Err(seen)
 }
 
-/// Text for JSON (decision 5): valid UTF-8 moves without a copy; anything
-/// else has U+FFFD in place of each invalid sequence.
-fn into_text(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }
+/// Appends `data` to `out`; memory that cannot be had is OutOfMemory, not
+/// an abort (a range with a line of gigabytes).
+fn append(out: &mut Vec<u8>, data: &[u8]) -> io::Result<()> {
+    out.try_reserve(data.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+    out.extend_from_slice(data);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -271,11 +323,5 @@ mod tests {
         assert_eq!(nth_newline(b"a\nb\nc", 2), Ok(3));
         assert_eq!(nth_newline(b"a\nb\nc", 3), Err(2));
         assert_eq!(nth_newline(b"", 1), Err(0));
-    }
-
-    #[test]
-    fn invalid_utf8_becomes_replacement_characters() {
-        assert_eq!(into_text(b"ok".to_vec()), "ok");
-        assert_eq!(into_text(b"a\xffb\xc3".to_vec()), "a\u{FFFD}b\u{FFFD}");
     }
 }

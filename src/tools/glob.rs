@@ -18,11 +18,13 @@
 //! READ_ERROR, saying why. A malformed pattern is INVALID_PATTERN, saying what
 //! is wrong.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
+use crate::tools::fs;
 use crate::tools::search::{self, Kind, Pattern, Sink};
+use crate::tools::{lossy_text, output_and_count};
 
 pub struct Glob;
 
@@ -59,17 +61,15 @@ impl Tool for Glob {
     fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
         let pattern = args["pattern"].as_str().unwrap_or_default();
         let path = args.get("path").and_then(Value::as_str).unwrap_or("");
-        let glob = Pattern::new(path, pattern).map_err(|reason| {
-            ToolError::new(
-                ErrorCode::InvalidPattern,
-                format!("Invalid glob pattern: {reason}"),
-            )
-        })?;
+        let glob = Pattern::new(path, pattern).map_err(search::invalid_glob)?;
         if !path.is_empty() && !pattern.starts_with('/') {
             if let Err(e) = std::fs::read_dir(path) {
                 return Err(ToolError::new(
                     ErrorCode::ReadError,
-                    format!("Read error during glob: cannot read directory {path}: {e}"),
+                    format!(
+                        "Read error during glob: cannot read directory {path}: {}",
+                        fs::plain_reason(&e)
+                    ),
                 ));
             }
         }
@@ -82,10 +82,7 @@ impl Tool for Glob {
         };
         paths.sort_unstable();
         let output = paths.join(&b'\n');
-        Ok(json!({
-            "output": String::from_utf8_lossy(&output),
-            "count": paths.len(),
-        }))
+        Ok(output_and_count(lossy_text(output), paths.len()))
     }
 }
 

@@ -15,7 +15,13 @@
 //! otherwise: `\` inside a bracket expression is an ordinary character, a `{`
 //! that starts no interval and an unmatched `)` are literals (as GNU grep
 //! has them), `{,n}` is `{0,n}`. Matching is line by line: `^`/`$` anchor at
-//! line ends and no match spans lines. Back-references are not supported.
+//! line ends and no match spans lines: nothing in a pattern matches `\n`
+//! (classes and negated brackets exclude it, the `s` flag is refused), so a
+//! search never runs past a line end. Back-references are not supported.
+//!
+//! A line longer than 64 MiB ends the search of its file (what was found
+//! before it stays): such a line is no text, and holding it could take all
+//! memory.
 //!
 //! Speed: the walk and the searches share every core; each file is read in
 //! large blocks and the regex runs over a whole block of lines at once, lines
@@ -28,11 +34,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 
 use regex::bytes::{Regex, RegexBuilder};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::search::{self, translate_bracket, Flavor, Kind, Pattern, Sink};
+use crate::tools::{lossy_text, output_and_count};
 
 pub struct Grep;
 
@@ -79,12 +86,7 @@ impl Tool for Grep {
         };
         let regex = compile(args["pattern"].as_str().unwrap_or_default())?;
         let path = text("path", ".");
-        let files = Pattern::new(&path, &text("glob", "*")).map_err(|reason| {
-            ToolError::new(
-                ErrorCode::InvalidPattern,
-                format!("Invalid glob pattern: {reason}"),
-            )
-        })?;
+        let files = Pattern::new(&path, &text("glob", "*")).map_err(search::invalid_glob)?;
         let sinks = if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             // A file given as `path` would make `path/glob` match nothing;
             // the caller plainly means that file.
@@ -112,9 +114,7 @@ impl Tool for Grep {
             output.extend_from_slice(lines);
         }
         output.pop(); // the last line's `\n`
-        let output = String::from_utf8(output)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        Ok(json!({ "output": output, "count": count }))
+        Ok(output_and_count(lossy_text(output), count))
     }
 }
 
@@ -165,23 +165,61 @@ fn translate_ere(pattern: &str) -> Result<String, String> {
                 let Some(&escaped) = chars.get(i + 1) else {
                     return Err("Trailing backslash".to_string());
                 };
-                out.push('\\');
-                out.push(escaped);
+                let mut escape = format!("\\{escaped}");
                 i += 2;
                 // `\p{L}`, `\x{41}`, `\b{start}`: the braces belong to the escape.
                 if matches!(escaped, 'p' | 'P' | 'x' | 'u' | 'U' | 'b' | 'B')
                     && chars.get(i) == Some(&'{')
                 {
                     if let Some(close) = chars[i..].iter().position(|&c| c == '}') {
-                        out.extend(&chars[i..=i + close]);
+                        escape.extend(&chars[i..=i + close]);
                         i += close + 1;
                     }
+                } else {
+                    // `\pL`, `\x41`, `\u00e9`, `\U0001F600`: so many more
+                    // characters belong to the escape.
+                    let more = match escaped {
+                        'p' | 'P' => 1,
+                        'x' => 2,
+                        'u' => 4,
+                        'U' => 8,
+                        _ => 0,
+                    };
+                    let end = (i + more).min(chars.len());
+                    escape.extend(&chars[i..end]);
+                    i = end;
                 }
+                // Classes and character codes that could match a newline
+                // (`\s`, `\W`, `\x0A`, `\n`, ...) match any but it.
+                if matches!(
+                    escaped,
+                    's' | 'S' | 'w' | 'W' | 'd' | 'D' | 'p' | 'P' | 'x' | 'u' | 'U' | 'n'
+                ) {
+                    escape = no_newline(&escape);
+                }
+                out.push_str(&escape);
             }
             '[' => {
                 let (class, next) = translate_bracket(&chars, i, Flavor::Ere)?;
-                out.push_str(&class);
+                out.push_str(&no_newline(&class));
                 i = next;
+            }
+            '\n' => {
+                out.push_str(&no_newline("\\n"));
+                i += 1;
+            }
+            '(' if chars.get(i + 1) == Some(&'?') => {
+                let mut flags = chars[i + 2..].iter().take_while(|&&c| c != ')' && c != ':');
+                if flags.any(|&c| c == 's') {
+                    return Err(
+                        "the s flag (`.` matching a newline) is not supported: grep matches one line at a time"
+                            .to_string(),
+                    );
+                }
+                // `(?i)` and `(?i:...)` both close with a `)`.
+                depth += 1;
+                out.push_str("(?");
+                i += 2;
             }
             '(' => {
                 depth += 1;
@@ -218,6 +256,13 @@ fn translate_ere(pattern: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// `class` (a bracket expression or class escape) without the newline:
+/// matching is line by line, and a match that could run across lines would
+/// make the search quadratic on a file of many short lines.
+fn no_newline(class: &str) -> String {
+    format!("[{class}&&[^\\n]]")
 }
 
 /// An interval `{n}`, `{n,}`, `{n,m}` or `{,m}` at the start of `chars`:
@@ -264,6 +309,10 @@ struct Hits {
 /// The read block; it grows only for a line longer than itself.
 const BLOCK: usize = 256 * 1024;
 
+/// The longest line searched: the rest of a file from a longer line on is
+/// skipped.
+const MAX_LINE: usize = 64 << 20;
+
 impl Sink for Searcher {
     fn found(&mut self, path: Vec<u8>, kind: Kind) {
         if kind != Kind::File {
@@ -280,6 +329,10 @@ impl Sink for Searcher {
         };
         let start = self.text.len();
         let count = search_file(&self.regex, file, &mut self.buf, &path, &mut self.text);
+        if self.buf.len() > BLOCK {
+            // One long line must not keep its buffer for the other files.
+            self.buf = vec![0; BLOCK];
+        }
         if count > 0 {
             let lines = start..self.text.len();
             self.hits.push(Hits { path, lines, count });
@@ -300,7 +353,8 @@ impl Searcher {
 
 /// Searches `reader` block by block (each block ending at a line end, `buf`
 /// growing only for a longer line); appends the matching lines to `out`;
-/// returns how many. A read error ends the file, keeping what was found.
+/// returns how many. A read error, or a line longer than MAX_LINE, ends the
+/// file, keeping what was found.
 fn search_file(
     regex: &Regex,
     mut reader: impl Read,
@@ -336,7 +390,13 @@ fn search_file(
             match memchr::memrchr(b'\n', &buf[..filled]) {
                 Some(i) => i + 1,
                 None => {
+                    // A line longer than MAX_LINE (or than memory allows)
+                    // ends the search of its file: it is no text a model
+                    // could read, and holding it could take all memory.
                     let longer = buf.len() * 2;
+                    if longer > MAX_LINE || buf.try_reserve_exact(longer - buf.len()).is_err() {
+                        return count;
+                    }
                     buf.resize(longer, 0);
                     continue;
                 }
@@ -382,12 +442,6 @@ fn search_lines(
         }
         let line_start = memchr::memrchr(b'\n', &hay[pos..start]).map_or(pos, |i| pos + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[start..]).map_or(len, |i| start + i);
-        // A match running past its line (`[^x]` and `\s` match `\n`) is
-        // no match unless the line matches on its own.
-        if m.end() > line_end && !regex.is_match(&hay[line_start..line_end]) {
-            pos = line_end + 1;
-            continue;
-        }
         line += memchr::memchr_iter(b'\n', &hay[counted..line_start]).count();
         counted = line_start;
         out.extend_from_slice(name);
@@ -435,16 +489,7 @@ mod tests {
     #[test]
     fn ere_passes_through_what_regex_reads_alike() {
         for p in [
-            "a|b",
-            "(ab)+c?",
-            "^x.*y$",
-            "a{2}",
-            "a{2,}",
-            "a{2,3}",
-            r"\.",
-            r"\w+\b",
-            "()",
-            "[[:alpha:]]",
+            "a|b", "(ab)+c?", "^x.*y$", "a{2}", "a{2,}", "a{2,3}", r"\.", r"\bx\B", "()", "(?i)x",
         ] {
             assert_eq!(ere(p), p);
         }
@@ -452,8 +497,8 @@ mod tests {
 
     #[test]
     fn ere_translations() {
-        assert_eq!(ere(r"[\n]"), r"[\\n]");
-        assert_eq!(ere("[]a]"), r"[\]a]");
+        assert_eq!(ere(r"[\n]"), r"[[\\n]&&[^\n]]");
+        assert_eq!(ere("[]a]"), r"[[\]a]&&[^\n]]");
         assert_eq!(ere("main() {"), r"main() \{");
         assert_eq!(ere("a{,3}"), "a{0,3}");
         assert_eq!(ere("a{x}"), r"a\{x\}");
@@ -462,14 +507,23 @@ mod tests {
         assert_eq!(ere("a{,}"), r"a\{,\}");
         assert_eq!(ere("x)"), r"x\)");
         assert_eq!(ere("(x))"), r"(x)\)");
-        assert_eq!(ere(r"\p{Greek}{2}"), r"\p{Greek}{2}");
-        assert_eq!(ere(r"\x{41}"), r"\x{41}");
+        assert_eq!(ere(r"\p{Greek}{2}"), r"[\p{Greek}&&[^\n]]{2}");
+        assert_eq!(ere(r"\x{41}"), r"[\x{41}&&[^\n]]");
+        assert_eq!(ere(r"\pLx"), r"[\pL&&[^\n]]x");
+        assert_eq!(
+            ere(r"\x41\u00e9\U0001F600"),
+            r"[\x41&&[^\n]][\u00e9&&[^\n]][\U0001F600&&[^\n]]"
+        );
+        assert_eq!(ere(r"\bx\B"), r"\bx\B");
+        assert_eq!(ere(r"\w+\s"), r"[\w&&[^\n]]+[\s&&[^\n]]");
+        assert_eq!(ere("[[:space:]]"), r"[[[:space:]]&&[^\n]]");
         assert_eq!(ere(r"\{"), r"\{");
     }
 
     #[test]
     fn ere_errors_say_what_is_wrong() {
         assert_eq!(translate_ere("a\\").unwrap_err(), "Trailing backslash");
+        assert!(translate_ere("(?s)a.b").unwrap_err().contains("s flag"));
         assert_eq!(
             translate_ere("[abc").unwrap_err(),
             "Unmatched [, [^, [:, [., or [="

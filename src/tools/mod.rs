@@ -28,6 +28,22 @@ pub static TOOLS: &[&dyn Tool] = &[
     &web_fetch::WebFetch,
 ];
 
+/// Bytes as text for an answer: moved without a copy when they are UTF-8
+/// (output can be gigabytes), invalid sequences replaced by U+FFFD
+/// otherwise, so every answer stays valid JSON.
+pub fn lossy_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `{"output": ..., "count": N}`, the output moved in (json! would copy
+/// it, and it can be big).
+pub fn output_and_count(output: String, count: usize) -> serde_json::Value {
+    let mut answer = serde_json::Map::new();
+    answer.insert("output".into(), output.into());
+    answer.insert("count".into(), count.into());
+    answer.into()
+}
+
 /// A tool by its command name (`file-read`) or schema name (`file_read`).
 pub fn find(name: &str) -> Option<&'static dyn Tool> {
     TOOLS
@@ -53,6 +69,12 @@ mod tests {
             assert_eq!(schema["parameters"]["type"], "object");
             assert_eq!(tool.command(), tool.name().replace('_', "-"));
         }
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(lossy_text(b"ok".to_vec()), "ok");
+        assert_eq!(lossy_text(b"a\xffb\xc3".to_vec()), "a\u{FFFD}b\u{FFFD}");
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl Tool for WebFetch {
         if response.status >= 400 {
             return Err(ToolError::new(
                 ErrorCode::HttpError,
-                http_status(response.status),
+                http::status_text(response.status),
             ));
         }
 
@@ -156,17 +156,6 @@ fn lines(text: &str, offset: u64, limit: Option<u64>) -> String {
         .join("\n")
 }
 
-/// web-tools.md's form: `HTTP 404: Not Found`.
-fn http_status(status: u16) -> String {
-    match ureq::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-    {
-        Some(reason) => format!("HTTP {status}: {reason}"),
-        None => format!("HTTP {status}"),
-    }
-}
-
 fn unsupported(mime: &str) -> ToolError {
     let message = if mime.is_empty() || mime.ends_with("octet-stream") {
         let declared = if mime.is_empty() {
@@ -200,13 +189,6 @@ mod tests {
         assert_eq!(lines(text, 5, None), "");
         assert_eq!(lines(text, u64::MAX, Some(u64::MAX)), "");
         assert_eq!(lines("", 1, Some(3)), "");
-    }
-
-    #[test]
-    fn status_lines() {
-        assert_eq!(http_status(404), "HTTP 404: Not Found");
-        assert_eq!(http_status(500), "HTTP 500: Internal Server Error");
-        assert_eq!(http_status(599), "HTTP 599");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
 use super::web::credentials::Store;
-use super::web::http::Client;
+use super::web::http::{self, Client};
 use super::web::markdown::fragment_text;
 use super::web::search::{self, Hit, Provider};
 use super::web::{domains, stub};
@@ -131,7 +131,7 @@ impl Tool for WebSearchBrave {
                 ErrorCode::AuthInvalid,
                 format!(
                     "Brave Search rejected the API key ({}). Check the key in {}.",
-                    search::status_line(response.status),
+                    http::status_text(response.status),
                     key.origin
                 ),
             )),

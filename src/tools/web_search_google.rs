@@ -15,7 +15,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
 use super::web::credentials::Store;
-use super::web::http::{Client, Fetched};
+use super::web::http::{self, Client, Fetched};
 use super::web::search::{self, Hit, Provider};
 use super::web::{domains, stub};
 
@@ -241,10 +241,10 @@ fn status_error(
     let said = |message: &Option<String>| match message {
         Some(m) => format!(
             "{}: {}",
-            search::status_line(status),
+            http::status_text(status),
             search::one_line(m, 300)
         ),
-        None => search::status_line(status),
+        None => http::status_text(status),
     };
     if status == 401 || (matches!(status, 400 | 403) && has(AUTH_REASONS)) {
         return provider.error(

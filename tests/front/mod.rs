@@ -61,3 +61,23 @@ fn first_argument_names_the_tool() {
     let direct = run("bash").arg("--schema").output();
     assert_eq!(out.stdout, direct.stdout);
 }
+
+/// A reader that went away (`ikigai-tools --help | true`) is no panic.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    for flag in ["--list", "--help", "--version"] {
+        // The reader is gone before the binary starts: its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(crate::common::bin())
+            .arg(flag)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{flag}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{flag}: {stderr}");
+    }
+}

@@ -8,8 +8,8 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::file_support::{
-    call_unprivileged, call_with_small_file_limit, call_within, chmod, entries, in_full_fs,
-    is_root, mode, scratch,
+    call_memory_limited, call_unprivileged, call_with_small_file_limit, call_within, chmod,
+    entries, in_full_fs, is_root, mode, scratch,
 };
 use crate::common::{call, call_shellclaw, run};
 
@@ -141,8 +141,24 @@ fn spec_example_not_unique() {
         "x = 1\nx = 1\nx = 1\n"
     );
     assert_eq!(entries(dir.path()), ["f"]);
-    // Overlapping occurrences make the place ambiguous as well.
+    // Overlapping occurrences make the place ambiguous as well, and say so.
     let (_dir, path) = file_with("g", b"aaa");
+    assert_eq!(
+        edit(&path, "aa", "b"),
+        error(
+            "String found 2 times where occurrences overlap, so the place is ambiguous; \
+             include more of the surrounding text in old_string (replace_all would replace \
+             only the first)",
+            "NOT_UNIQUE"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "aaa");
+}
+
+/// NOT_UNIQUE counts as replace_all replaces: non-overlapping occurrences.
+#[test]
+fn not_unique_count_is_what_replace_all_replaces() {
+    let (_dir, path) = file_with("f", b"aaaaa");
     assert_eq!(
         edit(&path, "aa", "b"),
         error(
@@ -150,6 +166,8 @@ fn spec_example_not_unique() {
             "NOT_UNIQUE"
         )
     );
+    assert_eq!(edit_all(&path, "aa", "b")["replacements"], 2);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "bba");
 }
 
 #[test]
@@ -162,6 +180,24 @@ fn spec_example_not_found() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\n");
     // Matching is exact: case and inner whitespace count.
     assert_eq!(edit(&path, "Alpha", "x")["error_code"], "NOT_FOUND");
+}
+
+/// The near-miss hint holds the file and normalised copies of it, so a
+/// huge file gets the plain NOT_FOUND, never OUT_OF_MEMORY.
+#[test]
+fn not_found_in_a_huge_file_is_not_out_of_memory() {
+    let (_dir, path) = file_with("big", b"");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let args = json!({"file_path": path, "old_string": "gamma\n", "new_string": "x"});
+    assert_eq!(
+        call_memory_limited("file-edit", &args, 300).json(),
+        error("String not found in file", "NOT_FOUND")
+    );
 }
 
 #[test]

@@ -7,7 +7,9 @@ use std::os::unix::net::UnixListener;
 
 use serde_json::{json, Value};
 
-use super::file_support::{call_unprivileged, call_within, chmod, is_root, mkfifo, scratch};
+use super::file_support::{
+    call_memory_limited, call_unprivileged, call_within, chmod, is_root, mkfifo, scratch,
+};
 use crate::common::{call, call_shellclaw, run};
 
 fn read(args: Value) -> Value {
@@ -339,4 +341,67 @@ fn shellclaw_protocol() {
     assert_eq!(out.code, 1);
     assert_eq!(out.json(), error(&message, "FILE_NOT_FOUND"));
     assert_eq!(out.stderr, format!("file_read: {message}\n"));
+}
+
+/// A 3 GB line (a sparse file without a newline) is more than 1 GB of
+/// address space holds: OUT_OF_MEMORY saying what to ask instead, never an
+/// abort.
+#[test]
+fn a_line_too_big_to_hold_is_out_of_memory() {
+    let dir = scratch();
+    let path = dir.path().join("sparse");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let p = path.to_str().unwrap();
+    let out = call_memory_limited(
+        "file-read",
+        &json!({"file_path": p, "offset": 1, "limit": 1}),
+        1000,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.json(),
+        error(
+            &format!("Out of memory: {p} (the range is too large to hold; ask for fewer lines with a smaller limit)"),
+            "OUT_OF_MEMORY"
+        )
+    );
+    let out = call_memory_limited("file-read", &json!({"file_path": p}), 1000);
+    assert_eq!(
+        out.json(),
+        error(
+            &format!(
+                "Out of memory: {p} (too large to read whole; read a range with offset and limit)"
+            ),
+            "OUT_OF_MEMORY"
+        )
+    );
+}
+
+/// A file that reports no size may have no end (/proc/self/pagemap is as
+/// big as the address space): file_read takes at most 64 MiB of it, and
+/// small ones read as usual.
+#[test]
+fn files_without_a_size_are_read_up_to_a_bound() {
+    let out = call_memory_limited(
+        "file-read",
+        &json!({"file_path": "/proc/self/pagemap"}),
+        500,
+    );
+    let answer = out.json();
+    assert_eq!(answer["error_code"], "OUT_OF_MEMORY", "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("reports no size and holds more than 64 MiB"),
+        "{answer}"
+    );
+    let status = read(json!({"file_path": "/proc/self/status"}));
+    assert!(
+        status["output"].as_str().unwrap().starts_with("Name:"),
+        "{status}"
+    );
 }

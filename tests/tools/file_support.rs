@@ -132,6 +132,17 @@ pub fn call_with_small_file_limit(tool: &str, args: &Value) -> Value {
     run_within(cmd, args.to_string().as_bytes()).json()
 }
 
+/// Calls `tool` with its address space limited to `megabytes` (`ulimit
+/// -v`): a tool that would hold a big file in memory fails there.
+pub fn call_memory_limited(tool: &str, args: &Value, megabytes: u64) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -v $2; exec \"$0\" \"$1\""])
+        .arg(bin())
+        .arg(tool)
+        .arg((megabytes * 1024).to_string());
+    run_within(cmd, args.to_string().as_bytes())
+}
+
 /// Runs `tool` with `args` on stdin inside a fresh 64 KiB tmpfs, after
 /// `setup` (shell) has run there; prints the tool's answer, then the
 /// directory listing and `f.txt`, separated by lines `---`. `None` when this

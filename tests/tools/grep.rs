@@ -398,3 +398,58 @@ fn both_protocols_give_the_same_answer() {
     let out = run("grep").json_in(&json!({"pattern": "("})).output();
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
 }
+
+/// Patterns whose match could run across lines (`[^x]*`, `\s`,
+/// `[[:space:]]`) stay linear: on 200 000 short lines the old search took
+/// time quadratic in them (about 45 minutes), GNU grep takes milliseconds.
+#[test]
+fn patterns_that_could_cross_lines_do_not_hang() {
+    use std::time::{Duration, Instant};
+    let mut text = "a\n".repeat(200_000);
+    text.push('b');
+    let dir = tree(&[("big.txt", text.as_bytes())]);
+    for pattern in ["a[^x]*b", r"a\s*b", "a[[:space:]]*b", r"a\W*b"] {
+        let args = json!({"pattern": pattern, "path": "big.txt"});
+        let mut child = std::process::Command::new(crate::common::link("grep"))
+            .arg(args.to_string())
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A generous bound that only a hang exceeds.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("grep {pattern} hangs");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer, json!({"output": "", "count": 0}), "{pattern}");
+    }
+}
+
+/// A line longer than 64 MiB (here a 3 GB sparse file without a newline)
+/// ends the search of its file instead of taking all memory; the other
+/// files are searched as usual.
+#[test]
+fn a_huge_line_skips_the_rest_of_its_file() {
+    let dir = tree(&[("a.txt", b"needle\n")]);
+    std::fs::File::create(dir.path().join("b.bin"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -v 1000000; exec \"$0\""])
+        .arg(crate::common::link("grep"))
+        .current_dir(dir.path());
+    let out =
+        super::file_support::run_within(cmd, json!({"pattern": "needle"}).to_string().as_bytes());
+    assert_eq!(
+        out.json(),
+        json!({"output": "./a.txt:1: needle", "count": 1}),
+        "{out:?}"
+    );
+}

@@ -101,9 +101,15 @@ fn answers_carry_no_trailing_newline() {
 
 #[test]
 fn unknown_option_is_invalid_arg() {
-    let answer = run("bash").arg("--frob").json();
-    assert_eq!(answer["error_code"], "INVALID_ARG");
-    assert!(answer["error"].as_str().unwrap().contains("--frob"));
+    for tool in ["bash", "file-read", "web-fetch"] {
+        let out = run(tool).arg("--frob").output();
+        let answer = out.json();
+        assert_eq!(answer["error_code"], "INVALID_ARG");
+        assert!(answer["error"].as_str().unwrap().contains("--frob"));
+        // A command-line mistake exits 1, as `file-read bogus` does.
+        assert_eq!(out.code, 1, "{tool}");
+        assert!(out.stderr.contains("unknown option '--frob'"), "{out:?}");
+    }
 }
 
 #[test]

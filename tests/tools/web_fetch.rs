@@ -393,6 +393,7 @@ fn invalid_urls_are_invalid_url() {
         ("example.com", "Invalid URL 'example.com': it must start with http:// or https://"),
         ("http://", "Invalid URL 'http://': it has no host"),
         ("https://exa mple.com/", "Invalid URL 'https://exa mple.com/': the host name 'exa mple.com' holds ' '"),
+        ("http://127.0.0.1:99999/", "Invalid URL 'http://127.0.0.1:99999/': port 99999 is not a port number (1-65535)"),
     ];
     for (url, message) in cases {
         assert_eq!(failure(&fetch_url(url), "INVALID_URL"), message);

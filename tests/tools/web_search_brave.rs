@@ -291,7 +291,7 @@ fn rejected_key_is_auth_invalid_and_never_shown() {
         assert_eq!(
             message,
             format!(
-                "Brave Search rejected the API key (HTTP {status} {reason}). Check the key in the environment variable BRAVE_API_KEY."
+                "Brave Search rejected the API key (HTTP {status}: {reason}). Check the key in the environment variable BRAVE_API_KEY."
             )
         );
         assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
@@ -318,21 +318,21 @@ fn other_statuses_are_api_errors_with_the_providers_detail() {
     );
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 422 Unprocessable Entity: Unable to validate request parameter(s)."
+        "Brave Search API error: HTTP 422: Unprocessable Entity: Unable to validate request parameter(s)."
     );
 
     let server = brave(Reply::status(502).body("<html>upstream down</html>"));
     let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 502 Bad Gateway: <html>upstream down</html>"
+        "Brave Search API error: HTTP 502: Bad Gateway: <html>upstream down</html>"
     );
 
     let server = brave(Reply::status(500));
     let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 500 Internal Server Error"
+        "Brave Search API error: HTTP 500: Internal Server Error"
     );
 }
 
@@ -345,7 +345,7 @@ fn redirects_are_not_followed_so_the_key_stays_with_brave() {
     let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 302 Found"
+        "Brave Search API error: HTTP 302: Found"
     );
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(paths, ["/search"]);
@@ -357,7 +357,7 @@ fn a_200_that_is_not_the_expected_json_is_an_api_error_saying_why() {
     let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 200 OK with a body that is not JSON (expected value at line 1 column 1)"
+        "Brave Search API error: HTTP 200: OK with a body that is not JSON (expected value at line 1 column 1)"
     );
 
     let server = brave(Reply::json(
@@ -374,7 +374,7 @@ fn a_200_that_is_not_the_expected_json_is_an_api_error_saying_why() {
     let out = search(&Sandbox::new(), &server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Brave Search API error: HTTP 200 OK with an empty body"
+        "Brave Search API error: HTTP 200: OK with an empty body"
     );
 }
 

@@ -255,10 +255,10 @@ fn broken_credentials_file_is_a_clear_error_naming_it() {
 #[test]
 fn rejected_credentials_are_auth_invalid() {
     let cases = [
-        ("google_error_key_invalid.json", "HTTP 400 Bad Request: API key not valid. Please pass a valid API key."),
-        ("google_error_api_key_invalid_details.json", "HTTP 400 Bad Request: API key not valid. Please pass a valid API key."),
-        ("google_error_forbidden.json", "HTTP 403 Forbidden: The caller does not have permission"),
-        ("google_error_access_not_configured.json", "HTTP 403 Forbidden: Custom Search API has not been used in project 123456789012 before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/customsearch.googleapis.com/overview?project=123456789012 then retry."),
+        ("google_error_key_invalid.json", "HTTP 400: Bad Request: API key not valid. Please pass a valid API key."),
+        ("google_error_api_key_invalid_details.json", "HTTP 400: Bad Request: API key not valid. Please pass a valid API key."),
+        ("google_error_forbidden.json", "HTTP 403: Forbidden: The caller does not have permission"),
+        ("google_error_access_not_configured.json", "HTTP 403: Forbidden: Custom Search API has not been used in project 123456789012 before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/customsearch.googleapis.com/overview?project=123456789012 then retry."),
     ];
     for (fixture, said) in cases {
         let server = google(error_reply(fixture));
@@ -286,7 +286,7 @@ fn quota_reasons_are_rate_limit() {
     let out = search(&server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "RATE_LIMIT"),
-        "Rate limit exceeded. Google Custom Search refused the search (HTTP 429 Too Many Requests: Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service 'customsearch.googleapis.com' for consumer 'project_number:123456789012'.)."
+        "Rate limit exceeded. Google Custom Search refused the search (HTTP 429: Too Many Requests: Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service 'customsearch.googleapis.com' for consumer 'project_number:123456789012'.)."
     );
 
     let mut body = fixture_json("google_error_rate_limit.json");
@@ -299,7 +299,7 @@ fn quota_reasons_are_rate_limit() {
     let out = search(&server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "RATE_LIMIT"),
-        "Rate limit exceeded. Google Custom Search refused the search (HTTP 429 Too Many Requests: slow down)."
+        "Rate limit exceeded. Google Custom Search refused the search (HTTP 429: Too Many Requests: slow down)."
     );
 }
 
@@ -309,7 +309,7 @@ fn other_errors_are_api_errors_without_the_key() {
     let out = search(&server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        "Google Custom Search API error: HTTP 400 Bad Request: Request contains an invalid argument."
+        "Google Custom Search API error: HTTP 400: Bad Request: Request contains an invalid argument."
     );
 
     // A message quoting the request URL, key included, as Google's may.
@@ -327,7 +327,7 @@ fn other_errors_are_api_errors_without_the_key() {
     let out = search(&server, json!({"query": "rust"}));
     assert_eq!(
         failure(&out, "API_ERROR"),
-        format!("Google Custom Search API error: HTTP 400 Bad Request: Invalid value for start: https://www.googleapis.com/customsearch/v1?key=[REDACTED]&cx={CX}")
+        format!("Google Custom Search API error: HTTP 400: Bad Request: Invalid value for start: https://www.googleapis.com/customsearch/v1?key=[REDACTED]&cx={CX}")
     );
     assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
 
@@ -338,13 +338,13 @@ fn other_errors_are_api_errors_without_the_key() {
     ));
     assert_eq!(
         failure(&search(&server, json!({"query": "rust"})), "API_ERROR"),
-        "Google Custom Search API error: HTTP 403 Forbidden: Blocked region"
+        "Google Custom Search API error: HTTP 403: Forbidden: Blocked region"
     );
 
     let server = google(Reply::status(503));
     assert_eq!(
         failure(&search(&server, json!({"query": "rust"})), "API_ERROR"),
-        "Google Custom Search API error: HTTP 503 Service Unavailable"
+        "Google Custom Search API error: HTTP 503: Service Unavailable"
     );
 
     let server = google(Reply::json(

@@ -142,6 +142,19 @@ pub fn read_whole(file: &mut File) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// What went wrong, in the system's words without Rust's "(os error 13)"
+/// tail, which tells a model nothing: "Permission denied".
+pub fn plain_reason(err: &io::Error) -> String {
+    let text = err.to_string();
+    match err.raw_os_error() {
+        Some(code) => text
+            .strip_suffix(&format!(" (os error {code})"))
+            .unwrap_or(&text)
+            .to_string(),
+        None => text,
+    }
+}
+
 /// A read failure: READ_FAILED unless the errno says something more precise.
 pub fn read_error(err: &io::Error, path: &str) -> ToolError {
     if err.kind() == io::ErrorKind::OutOfMemory {

@@ -9,3 +9,14 @@ mod walk;
 pub use bracket::{translate as translate_bracket, Flavor};
 pub use pattern::Pattern;
 pub use walk::{threads, walk, Kind, Sink};
+
+use crate::error::{ErrorCode, ToolError};
+
+/// INVALID_PATTERN for a glob that does not compile, worded once for both
+/// tools.
+pub fn invalid_glob(reason: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidPattern,
+        format!("Invalid glob pattern: {reason}"),
+    )
+}

@@ -6,8 +6,10 @@
 //! `**` keeps its position and also moves past itself), so no path is found
 //! twice and no directory is read twice. Literal components are looked up,
 //! never listed. `**` descends only into real directories whose names do not
-//! start with `.`, so it can never loop; a wildcard component follows a
-//! symbolic link to a directory as POSIX glob does, which is bounded by the
+//! start with `.`, so it can never loop. A wildcard component follows a
+//! symbolic link to a directory as POSIX glob does, except to a directory
+//! already on the path being walked (known by device and inode): two links
+//! to `.` and `*/*/.../*` would otherwise list 2^n paths, exponential in the
 //! pattern's length.
 //!
 //! What is found goes to a per-thread `Sink` (a list of paths for glob, a
@@ -21,8 +23,9 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use super::pattern::{join, Pattern, Seg};
 
@@ -116,9 +119,30 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
     })
 }
 
+/// The directories on the path to one being listed, innermost first, by
+/// (device, inode): a symbolic link back to one of them is not followed.
+struct Ancestors {
+    id: (u64, u64),
+    up: Option<Arc<Ancestors>>,
+}
+
+impl Ancestors {
+    fn contains(chain: &Option<Arc<Ancestors>>, id: (u64, u64)) -> bool {
+        let mut at = chain.as_deref();
+        while let Some(a) = at {
+            if a.id == id {
+                return true;
+            }
+            at = a.up.as_deref();
+        }
+        false
+    }
+}
+
 enum Work {
-    /// A directory to list, with the pattern positions that reach it.
-    Dir(Vec<u8>, u64),
+    /// A directory to list, with the pattern positions that reach it and
+    /// the directories above it.
+    Dir(Vec<u8>, u64, Option<Arc<Ancestors>>),
     /// Matches to hand to a sink.
     Found(Vec<(Vec<u8>, Kind)>),
 }
@@ -186,8 +210,8 @@ impl Walker<'_> {
         let mut found = Vec::new();
         while let Some(work) = queue.pop() {
             match work {
-                Work::Dir(path, positions) => {
-                    self.list(&path, positions, &mut dirs, &mut found);
+                Work::Dir(path, positions, above) => {
+                    self.list(&path, positions, above, &mut dirs, &mut found);
                     if found.len() > CHUNK {
                         let mut rest = found.split_off(CHUNK);
                         while !rest.is_empty() {
@@ -227,11 +251,11 @@ impl Walker<'_> {
         if root.is_empty() {
             // The working directory is no name of its own to print.
             if positions & !self.done != 0 {
-                dirs.push(Work::Dir(Vec::new(), positions & !self.done));
+                dirs.push(Work::Dir(Vec::new(), positions & !self.done, None));
             }
             return;
         }
-        self.reached(root.clone(), positions, None, dirs, found);
+        self.reached(root.clone(), positions, None, &None, dirs, found);
     }
 
     /// Lists directory `dir`, reached at `positions`, and records what its
@@ -240,11 +264,24 @@ impl Walker<'_> {
         &self,
         dir: &[u8],
         positions: u64,
+        above: Option<Arc<Ancestors>>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
     ) {
         let segs = &self.pattern.segs;
         let active = || (0..segs.len()).filter(move |&i| positions & (1 << i) != 0);
+        let fs_dir = if dir.is_empty() {
+            Path::new(".")
+        } else {
+            Path::new(OsStr::from_bytes(dir))
+        };
+        let here = match fs::metadata(fs_dir) {
+            Ok(meta) => Some(Arc::new(Ancestors {
+                id: (meta.dev(), meta.ino()),
+                up: above,
+            })),
+            Err(_) => above,
+        };
         // Names read from the directory serve `*`, `**` and, while we are at
         // it, plain names; `.` and `..` are never listed, so they (and every
         // name when nothing needs a listing) are looked up directly.
@@ -261,16 +298,19 @@ impl Walker<'_> {
             }
         }
         for (name, next) in lookups {
-            self.reached(join(dir, name), self.closure(next), None, dirs, found);
+            self.reached(
+                join(dir, name),
+                self.closure(next),
+                None,
+                &here,
+                dirs,
+                found,
+            );
         }
         if !listing {
             return;
         }
-        let fs_dir = if dir.is_empty() {
-            Path::new(".")
-        } else {
-            Path::new(OsStr::from_bytes(dir))
-        };
+
         let Ok(entries) = fs::read_dir(fs_dir) else {
             return;
         };
@@ -297,7 +337,14 @@ impl Walker<'_> {
                 }
             }
             if next != 0 {
-                self.reached(join(dir, name), self.closure(next), Some(kind), dirs, found);
+                self.reached(
+                    join(dir, name),
+                    self.closure(next),
+                    Some(kind),
+                    &here,
+                    dirs,
+                    found,
+                );
             }
         }
     }
@@ -309,9 +356,13 @@ impl Walker<'_> {
         path: Vec<u8>,
         positions: u64,
         kind: Option<Kind>,
+        above: &Option<Arc<Ancestors>>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
     ) {
+        // Only a wildcard's listing can loop without end; a literal name
+        // (`up/..`, a link spelled out) is followed as written.
+        let listed = kind.is_some();
         let kind = match kind {
             Some(kind) => kind,
             None => match fs::symlink_metadata(OsStr::from_bytes(&path)) {
@@ -320,7 +371,13 @@ impl Walker<'_> {
             },
         };
         let further = positions & !self.done;
-        let descend = further != 0 && matches!(kind, Kind::Dir | Kind::Symlink);
+        let mut descend = further != 0 && matches!(kind, Kind::Dir | Kind::Symlink);
+        if descend && listed && kind == Kind::Symlink {
+            // A link back to a directory on the path: no new names there.
+            if let Ok(meta) = fs::metadata(OsStr::from_bytes(&path)) {
+                descend = !Ancestors::contains(above, (meta.dev(), meta.ino()));
+            }
+        }
         if positions & self.done != 0 {
             if self.pattern.dir_only {
                 if is_dir(&path, kind) {
@@ -338,7 +395,7 @@ impl Walker<'_> {
             }
         }
         if descend {
-            dirs.push(Work::Dir(path, further));
+            dirs.push(Work::Dir(path, further, above.clone()));
         }
     }
 }

@@ -11,7 +11,10 @@
 //!   inside its cells) becomes its cells' content, one block after another.
 //! - `blockquote`, `li`: html2md prefixes or indents each line by inserting
 //!   into the middle of the output, which is quadratic in the element's
-//!   size; ours rewrites the element's text once.
+//!   size; ours rewrites the element's text once. Each nesting level
+//!   still rewrites its inner text, so only the outer MAX_PREFIXED levels
+//!   are prefixed or indented: deeper ones (a page of 1000 nested quotes
+//!   never finished) add their text as it is.
 //! - `q` is an inline quotation ("..."), `cite` plain text; html2md made
 //!   both block quotes.
 
@@ -20,7 +23,7 @@ use std::collections::HashMap;
 use html2md::dummy::DummyHandler;
 use html2md::{Handle, NodeData, StructuredPrinter, TagHandler, TagHandlerFactory};
 
-use super::markdown::collapse_blank_lines;
+use super::markdown::{collapse_blank_lines, collapse_spaces};
 
 type Handlers = HashMap<String, Box<dyn TagHandlerFactory>>;
 
@@ -51,10 +54,6 @@ fn name_of(node: &Handle) -> Option<&str> {
         NodeData::Element { name, .. } => Some(&name.local),
         _ => None,
     }
-}
-
-fn collapse_spaces(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `<h1>`..`<h6>` as one ATX line: `#`..`######`, a space, the heading's
@@ -90,19 +89,34 @@ impl TagHandler for AtxHeading {
     }
 }
 
+/// The nesting depth up to which quotes are prefixed and list items
+/// indented; each level rewrites its inner text once.
+const MAX_PREFIXED: usize = 16;
+
+/// How many elements named `name` enclose the one being handled.
+fn nesting(printer: &StructuredPrinter, name: &str) -> usize {
+    printer.parent_chain.iter().filter(|t| *t == name).count()
+}
+
 /// Each line of the quoted text prefixed with `> ` (`>` alone on blanks).
 #[derive(Default)]
 struct BlockQuote {
     start: usize,
+    too_deep: bool,
 }
 
 impl TagHandler for BlockQuote {
     fn handle(&mut self, _tag: &Handle, printer: &mut StructuredPrinter) {
+        self.too_deep = nesting(printer, "blockquote") >= MAX_PREFIXED;
         printer.append_str("\n\n");
         self.start = printer.data.len();
     }
 
     fn after_handle(&mut self, printer: &mut StructuredPrinter) {
+        if self.too_deep {
+            printer.append_str("\n\n");
+            return;
+        }
         let inner = collapse_blank_lines(&printer.data.split_off(self.start));
         for line in inner.lines() {
             printer.append_str(if line.is_empty() { ">" } else { "> " });
@@ -119,6 +133,7 @@ struct ListItem {
     start: usize,
     indent: usize,
     in_list: bool,
+    too_deep: bool,
 }
 
 impl TagHandler for ListItem {
@@ -133,6 +148,7 @@ impl TagHandler for ListItem {
             printer.append_str("\n");
         }
         self.in_list = list.is_some();
+        self.too_deep = nesting(printer, "li") >= MAX_PREFIXED;
         let marker = match list.as_deref() {
             Some("ol") => {
                 // The names of the list's children walked so far.
@@ -151,7 +167,7 @@ impl TagHandler for ListItem {
     }
 
     fn after_handle(&mut self, printer: &mut StructuredPrinter) {
-        if !self.in_list {
+        if !self.in_list || self.too_deep {
             printer.append_str("\n");
             return;
         }

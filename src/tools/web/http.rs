@@ -233,6 +233,17 @@ pub fn parse_url(url: &str) -> Result<Uri, String> {
     {
         return Err(format!("the host name '{name}' holds '{c}'"));
     }
+    // Uri takes any digits as a port; one no socket can have is the URL's
+    // fault, not the network's.
+    let port = match host.strip_prefix('[') {
+        Some(literal) => literal.split_once("]:").map(|(_, p)| p),
+        None => host.split_once(':').map(|(_, p)| p),
+    };
+    if let Some(port) = port.filter(|p| !p.is_empty()) {
+        if !matches!(port.parse::<u32>(), Ok(1..=65535)) {
+            return Err(format!("port {port} is not a port number (1-65535)"));
+        }
+    }
     let mut encoded = String::with_capacity(url.len());
     for &b in url.as_bytes() {
         if b > 0x7e || b <= b' ' || b"\"<>\\^`{|}".contains(&b) {
@@ -254,9 +265,28 @@ pub fn host_of(url: &Uri) -> String {
     }
 }
 
+/// A status as every web tool words it, web-tools.md's form:
+/// `HTTP 404: Not Found`, or `HTTP 599` for a code without a name.
+pub fn status_text(status: u16) -> String {
+    match ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(reason) => format!("HTTP {status}: {reason}"),
+        None => format!("HTTP {status}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_texts() {
+        assert_eq!(status_text(404), "HTTP 404: Not Found");
+        assert_eq!(status_text(500), "HTTP 500: Internal Server Error");
+        assert_eq!(status_text(599), "HTTP 599");
+    }
 
     #[test]
     fn limits_are_the_specified_ones() {
@@ -347,6 +377,11 @@ mod tests {
             "the host name 'exa mple.com' holds ' '"
         );
         assert_eq!(ok("http://[::1]:8080/"), "http://[::1]:8080/");
+        assert_eq!(
+            err("http://127.0.0.1:99999/"),
+            "port 99999 is not a port number (1-65535)"
+        );
+        assert_eq!(err("http://h:0/"), "port 0 is not a port number (1-65535)");
     }
 
     #[test]

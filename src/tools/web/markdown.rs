@@ -118,23 +118,31 @@ pub fn fragment_text(html: &str) -> String {
     collapse_spaces(&text_of(&dom.document))
 }
 
-fn collapse_spaces(text: &str) -> String {
+/// Every run of whitespace made one space, none at either end.
+pub fn collapse_spaces(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Trailing whitespace removed from every line, blank lines at either end
-/// dropped, and every run of blank lines made one. Outside code fences, the
-/// single space html2md leaves where a text node began a line goes too
-/// (list continuations are indented by two or more and stay).
+/// Outside code fences: trailing whitespace removed from every line, blank
+/// lines at either end dropped, every run of blank lines made one, and the
+/// single space html2md leaves where a text node began a line dropped (list
+/// continuations are indented by two or more and stay). Inside a fence
+/// every line stays as it is: in code, blank lines and spaces can matter.
 pub fn collapse_blank_lines(markdown: &str) -> String {
     let mut out = String::with_capacity(markdown.len());
     let mut blank_before = false;
     let mut in_fence = false;
-    for line in markdown.split('\n') {
-        let mut line = line.trim_end();
-        if line.trim_start().starts_with("```") {
+    for raw in markdown.split('\n') {
+        let fence = raw.trim_start().starts_with("```");
+        if in_fence && !fence {
+            out.push('\n');
+            out.push_str(raw);
+            continue;
+        }
+        let mut line = raw.trim_end();
+        if fence {
             in_fence = !in_fence;
-        } else if !in_fence && line.starts_with(' ') && !line.starts_with("  ") {
+        } else if line.starts_with(' ') && !line.starts_with("  ") {
             line = &line[1..];
         }
         if line.is_empty() {
@@ -247,6 +255,37 @@ mod tests {
     }
 
     #[test]
+    fn deep_quotes_and_lists_are_prefixed_only_so_deep() {
+        // 1000 nested quotes around a big text never finished: every level
+        // rewrote all of it.
+        let text = "word ".repeat(1000);
+        let html = format!(
+            "{}{text}{}",
+            "<blockquote>".repeat(1000),
+            "</blockquote>".repeat(1000)
+        );
+        // html2md recurses per level: more stack than a test thread has.
+        let deep_md = |html: String| {
+            std::thread::Builder::new()
+                .stack_size(512 << 20)
+                .spawn(move || md(&html))
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        let out = deep_md(html);
+        assert!(
+            out.starts_with(&format!("{}word", "> ".repeat(16))),
+            "{}",
+            &out[..80]
+        );
+        let html = format!("{}x{}", "<ul><li>".repeat(100), "</li></ul>".repeat(100));
+        let out = deep_md(html);
+        let widest = out.lines().map(|l| l.len() - l.trim_start().len()).max();
+        assert!(widest <= Some(2 * 16), "{widest:?}\n{out}");
+    }
+
+    #[test]
     fn spec_elements() {
         let out = md(
             "<p>A <a href=\"https://x.org/a\">link</a>, <strong>bold</strong>, \
@@ -294,8 +333,13 @@ mod tests {
         );
         assert_eq!(
             collapse_blank_lines("* item\n  more\n```\n code\n\n\n\n```\n x"),
-            "* item\n  more\n```\n code\n\n```\nx"
+            "* item\n  more\n```\n code\n\n\n\n```\nx"
         );
+        assert_eq!(
+            collapse_blank_lines("```\na  \n\n\n\n  b\n```"),
+            "```\na  \n\n\n\n  b\n```"
+        );
+        assert!(md("<pre>x\n\n\n\ny</pre>").contains("x\n\n\n\ny"));
         let out = md("<div><p>a</p><div><div><p>b</p></div></div><br><br><br><p>c</p></div>");
         assert_eq!(out, "a\n\nb\n\nc");
     }

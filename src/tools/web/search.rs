@@ -81,7 +81,7 @@ impl Provider<'_> {
     /// A status the tool does not otherwise handle, with the provider's
     /// own explanation when it gave one.
     pub fn status_error(&self, response: &Fetched, detail: Option<String>) -> ToolError {
-        let mut what = status_line(response.status);
+        let mut what = http::status_text(response.status);
         if let Some(detail) = detail.filter(|d| !d.trim().is_empty()) {
             what.push_str(": ");
             what.push_str(&one_line(&detail, 300));
@@ -95,17 +95,6 @@ impl Provider<'_> {
     }
 }
 
-/// `HTTP 404 Not Found`, or `HTTP 599` for a code without a name.
-pub fn status_line(status: u16) -> String {
-    let reason = ureq::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason());
-    match reason {
-        Some(reason) => format!("HTTP {status} {reason}"),
-        None => format!("HTTP {status}"),
-    }
-}
-
 /// Parses a 2xx body as JSON, or says what it is instead.
 pub fn json_body(provider: &Provider, response: &Fetched) -> Result<Value, ToolError> {
     serde_json::from_slice(&response.body).map_err(|e| {
@@ -114,7 +103,10 @@ pub fn json_body(provider: &Provider, response: &Fetched) -> Result<Value, ToolE
         } else {
             format!("a body that is not JSON ({e})")
         };
-        provider.api_error(format!("{} with {shown}", status_line(response.status)))
+        provider.api_error(format!(
+            "{} with {shown}",
+            http::status_text(response.status)
+        ))
     })
 }
 
@@ -174,9 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn status_lines_and_details() {
-        assert_eq!(status_line(404), "HTTP 404 Not Found");
-        assert_eq!(status_line(599), "HTTP 599");
+    fn details() {
         assert_eq!(one_line("a\n  b\tc", 10), "a b c");
         assert_eq!(one_line("abcdef", 3), "abc...");
     }
