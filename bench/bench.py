@@ -705,8 +705,8 @@ def bench_capture(t):
             row("capture", "host peak memory", ours=fmt_bytes(peak),
                 peer="cap 1 MiB", target="≤ cap + 32 MiB", ok=peak <= limit,
                 ratio="—", ours_bytes=peak,
-                note=f"the largest process of the tree (the bash tool, which reads the whole "
-                f"output before fitting its answer to the cap) peaked at {fmt_bytes(tree_peak)}")]
+                note=f"the largest process of the tree (the bash tool, which keeps only the head "
+                f"and tail its answer can carry under the cap) peaked at {fmt_bytes(tree_peak)}")]
 
 
 class Server:
