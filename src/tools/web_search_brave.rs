@@ -7,7 +7,7 @@
 //! lists are applied to the results. Brave may mark up titles and
 //! descriptions (`<strong>`, entities): the common answer holds plain text.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
@@ -15,7 +15,7 @@ use crate::tool::{Env, Family, Tool};
 use super::web::credentials::Store;
 use super::web::http::{self, Client};
 use super::web::markdown::fragment_text;
-use super::web::search::{self, Hit, Provider};
+use super::web::search::{self, Layout, Provider};
 use super::web::{domains, stub};
 
 pub struct WebSearchBrave;
@@ -123,7 +123,7 @@ impl Tool for WebSearchBrave {
         match response.status {
             200..=299 => {
                 let body = search::json_body(&provider, &response)?;
-                let hits = hits(&body)
+                let hits = search::hits(&body, &LAYOUT)
                     .map_err(|what| provider.api_error(format!("unexpected answer: {what}")))?;
                 Ok(search::answer(hits, &allowed, &blocked))
             }
@@ -141,44 +141,17 @@ impl Tool for WebSearchBrave {
     }
 }
 
+/// Brave's `web.results[]`, whose titles and descriptions carry HTML.
 fn auth_missing() -> ToolError {
-    ToolError::new(ErrorCode::AuthMissing, AUTH_MISSING).with_event(json!({
-        "kind": "config_required",
-        "content": CONFIG_REQUIRED,
-        "data_json": CONFIG_DATA,
-    }))
+    search::auth_missing(AUTH_MISSING, CONFIG_REQUIRED, CONFIG_DATA)
 }
 
-/// Brave's `web.results[]` in the common format; no `web` is no results.
-fn hits(body: &Value) -> Result<Vec<Hit>, String> {
-    if !body.is_object() {
-        return Err("the JSON is not an object".to_string());
-    }
-    let Some(web) = body.get("web").filter(|w| !w.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let results = match web.get("results") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(results)) => results,
-        Some(_) => return Err("'web.results' is not an array".to_string()),
-    };
-    results
-        .iter()
-        .enumerate()
-        .map(|(i, result)| {
-            let url = result["url"]
-                .as_str()
-                .filter(|u| !u.is_empty())
-                .ok_or_else(|| format!("'web.results[{i}].url' is missing"))?;
-            let text = |field: &str| fragment_text(result[field].as_str().unwrap_or_default());
-            Ok(Hit {
-                title: text("title"),
-                url: url.to_string(),
-                snippet: text("description"),
-            })
-        })
-        .collect()
-}
+const LAYOUT: Layout = Layout {
+    list: &["web", "results"],
+    url: "url",
+    snippet: "description",
+    text: fragment_text,
+};
 
 /// Brave's own explanation in an error body (`{"error": {"detail": ...}}`),
 /// or the start of a plain-text body.
@@ -203,6 +176,12 @@ fn error_detail(body: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::web::search::Hit;
+    use serde_json::json;
+
+    fn hits(body: &Value) -> Result<Vec<Hit>, String> {
+        search::hits(body, &LAYOUT)
+    }
 
     #[test]
     fn maps_results_and_strips_markup() {

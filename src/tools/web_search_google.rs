@@ -9,14 +9,14 @@
 //! filter is applied to the results as well, so lists Google cannot express
 //! still hold. Errors are told apart by Google's `reason`.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
 use super::web::credentials::Store;
 use super::web::http::{self, Client, Fetched};
-use super::web::search::{self, Hit, Provider};
+use super::web::search::{self, Layout, Provider};
 use super::web::{domains, stub};
 
 pub struct WebSearchGoogle;
@@ -153,7 +153,7 @@ impl Tool for WebSearchGoogle {
 
         if (200..300).contains(&response.status) {
             let body = search::json_body(&provider, &response)?;
-            let hits = hits(&body)
+            let hits = search::hits(&body, &LAYOUT)
                 .map_err(|what| provider.api_error(format!("unexpected answer: {what}")))?;
             return Ok(search::answer(hits, &allowed, &blocked));
         }
@@ -176,40 +176,20 @@ fn site_search<'a>(allowed: &'a [String], blocked: &'a [String]) -> Option<(&'a 
     }
 }
 
+/// Google's `items[]`, plain text.
 fn auth_missing() -> ToolError {
-    ToolError::new(ErrorCode::AuthMissing, AUTH_MISSING).with_event(json!({
-        "kind": "config_required",
-        "content": CONFIG_REQUIRED,
-        "data_json": CONFIG_DATA,
-    }))
+    search::auth_missing(AUTH_MISSING, CONFIG_REQUIRED, CONFIG_DATA)
 }
 
-/// Google's `items[]` in the common format; no `items` is no results.
-fn hits(body: &Value) -> Result<Vec<Hit>, String> {
-    if !body.is_object() {
-        return Err("the JSON is not an object".to_string());
-    }
-    let items = match body.get("items") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err("'items' is not an array".to_string()),
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let url = item["link"]
-                .as_str()
-                .filter(|u| !u.is_empty())
-                .ok_or_else(|| format!("'items[{i}].link' is missing"))?;
-            let text = |field: &str| item[field].as_str().unwrap_or_default().trim().to_string();
-            Ok(Hit {
-                title: text("title"),
-                url: url.to_string(),
-                snippet: text("snippet"),
-            })
-        })
-        .collect()
+const LAYOUT: Layout = Layout {
+    list: &["items"],
+    url: "link",
+    snippet: "snippet",
+    text: trimmed,
+};
+
+fn trimmed(text: &str) -> String {
+    text.trim().to_string()
 }
 
 /// Google's error body: its message and every `reason` it gives.
@@ -272,6 +252,12 @@ fn status_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::web::search::Hit;
+    use serde_json::json;
+
+    fn hits(body: &Value) -> Result<Vec<Hit>, String> {
+        search::hits(body, &LAYOUT)
+    }
 
     #[test]
     fn maps_items() {

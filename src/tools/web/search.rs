@@ -22,6 +22,64 @@ pub struct Hit {
     pub snippet: String,
 }
 
+/// Where a provider keeps its results and what it calls their fields:
+/// Brave's `web.results[].{url, description}`, Google's
+/// `items[].{link, snippet}`.
+pub struct Layout {
+    /// The path to the result list, from the body down.
+    pub list: &'static [&'static str],
+    pub url: &'static str,
+    pub snippet: &'static str,
+    /// Cleans a title or snippet (Brave's carry HTML, Google's do not).
+    pub text: fn(&str) -> String,
+}
+
+/// A provider's results in the common format. A missing or `null` list is
+/// no results; anything else not of the expected shape says what was wrong.
+pub fn hits(body: &Value, layout: &Layout) -> Result<Vec<Hit>, String> {
+    if !body.is_object() {
+        return Err("the JSON is not an object".to_string());
+    }
+    let name = layout.list.join(".");
+    let mut list = body;
+    for key in layout.list {
+        match list.get(key) {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(inner) => list = inner,
+        }
+    }
+    let Value::Array(results) = list else {
+        return Err(format!("'{name}' is not an array"));
+    };
+    results
+        .iter()
+        .enumerate()
+        .map(|(i, result)| {
+            let url = result[layout.url]
+                .as_str()
+                .filter(|u| !u.is_empty())
+                .ok_or_else(|| format!("'{name}[{i}].{}' is missing", layout.url))?;
+            let text = |field: &str| (layout.text)(result[field].as_str().unwrap_or_default());
+            Ok(Hit {
+                title: text("title"),
+                url: url.to_string(),
+                snippet: text(layout.snippet),
+            })
+        })
+        .collect()
+}
+
+/// AUTH_MISSING with its `config_required` event for the person
+/// (web-tools.md; decision 15): `message` for the model, `content` and
+/// `data_json` for the event.
+pub fn auth_missing(message: &str, content: &str, data_json: &str) -> ToolError {
+    ToolError::new(ErrorCode::AuthMissing, message).with_event(json!({
+        "kind": "config_required",
+        "content": content,
+        "data_json": data_json,
+    }))
+}
+
 /// The success answer: the hits that pass the domain filters.
 pub fn answer(hits: Vec<Hit>, allowed: &[String], blocked: &[String]) -> Value {
     let results: Vec<Value> = hits
