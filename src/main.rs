@@ -3,12 +3,14 @@
 //! the front door that lists what it can be.
 
 mod args;
+mod assistant;
 mod credentials;
 mod dispatch;
 mod error;
+mod exit;
 mod host;
+mod runner;
 mod tool;
-mod tool_main;
 mod tools;
 mod truncate;
 
@@ -18,20 +20,25 @@ use dispatch::Personality;
 
 fn main() -> ExitCode {
     match dispatch::resolve(std::env::args_os().collect()) {
-        Personality::Tool(tool, rest) => tool_main::run(tool, &rest),
-        Personality::Host(rest) => host::main(rest),
+        Personality::Tool(tool, rest) => runner::run(tool, &rest),
+        Personality::Host(rest) => match host::main(rest) {
+            host::Start::Done(code) => code,
+            host::Start::Assistant(cli, settings, resume_id) => {
+                assistant::main(*cli, settings, resume_id)
+            }
+        },
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
-            tool_main::print_out(names.join("\n").as_bytes(), true);
+            runner::print_out(names.join("\n").as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Help => {
-            tool_main::print_out(help().as_bytes(), false);
+            runner::print_out(help().as_bytes(), false);
             ExitCode::SUCCESS
         }
         Personality::Version => {
             let version = format!("ikigai-tools {}", env!("CARGO_PKG_VERSION"));
-            tool_main::print_out(version.as_bytes(), true);
+            runner::print_out(version.as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Unknown(name) => {
@@ -40,7 +47,7 @@ fn main() -> ExitCode {
                 "ikigai-tools: unknown tool '{name}' (tools: {})",
                 names.join(", ")
             );
-            ExitCode::from(2)
+            ExitCode::from(exit::USAGE)
         }
     }
 }

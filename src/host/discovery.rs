@@ -17,9 +17,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::child::{self, Finished, Proc};
-use super::config::{format_secs, Config};
 use super::registry::{Entry, Origin, Protocol, Registry, Skipped};
 use super::schema;
+use super::settings::{format_secs, Settings};
 
 /// A schema is small: more than this on stdout is not a schema.
 const SCHEMA_CAP: usize = 1 << 20;
@@ -30,23 +30,23 @@ const QUOTE: usize = 160;
 
 /// Scans the configured directories and returns the registry. Blocking (at
 /// most about the discovery deadline); safe to call from any thread.
-pub fn discover(config: &Config) -> Registry {
+pub fn discover(settings: &Settings) -> Registry {
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
-    for (dir, origin) in directories(config) {
+    for (dir, origin) in directories(settings) {
         scan(&dir, origin, &mut candidates, &mut skipped);
     }
-    let found = probe_all(candidates, config, &mut skipped);
+    let found = probe_all(candidates, settings, &mut skipped);
     Registry::build(found, skipped)
 }
 
 /// The directories to scan, system first; one directory named twice is
 /// scanned once.
-fn directories(config: &Config) -> Vec<(PathBuf, Origin)> {
+fn directories(settings: &Settings) -> Vec<(PathBuf, Origin)> {
     let mut dirs: Vec<(PathBuf, Origin)> = Vec::new();
     let named = [
-        (config.system_dir.as_ref(), Origin::System),
-        (config.user_dir.as_ref(), Origin::User),
+        (settings.system_dir.as_ref(), Origin::System),
+        (settings.user_dir.as_ref(), Origin::User),
     ];
     for (dir, origin) in named {
         let Some(dir) = dir else { continue };
@@ -151,9 +151,9 @@ impl Probe {
     }
 
     /// Looks at a settled process: a schema, a second try, or the reason.
-    fn conclude(&mut self, finished: Finished, config: &Config) {
+    fn conclude(&mut self, finished: Finished, settings: &Settings) {
         let flag = self.protocol.schema_flag();
-        let answer = judge(&finished, self.killed, config);
+        let answer = judge(&finished, self.killed, settings);
         match answer {
             Ok(schema) => self.outcome = Some(Ok(schema)),
             Err(why)
@@ -177,10 +177,10 @@ impl Probe {
 /// Runs every candidate's schema flag in parallel under the deadline.
 fn probe_all(
     candidates: Vec<Candidate>,
-    config: &Config,
+    settings: &Settings,
     skipped: &mut Vec<Skipped>,
 ) -> Vec<Entry> {
-    let deadline = Instant::now() + config.discovery_deadline;
+    let deadline = Instant::now() + settings.discovery_deadline;
     let in_flight = probes_in_flight();
     let mut queue: VecDeque<Candidate> = candidates.into();
     let mut probes: Vec<Probe> = Vec::new();
@@ -207,7 +207,7 @@ fn probe_all(
             if settled {
                 let finished = probe.proc.take().map(Proc::finish);
                 if let Some(finished) = finished {
-                    probe.conclude(finished, config);
+                    probe.conclude(finished, settings);
                 }
             }
         }
@@ -234,7 +234,7 @@ fn probe_all(
         let until = if now < deadline {
             deadline
         } else {
-            now + config.discovery_deadline
+            now + settings.discovery_deadline
         };
         child::step(&mut running, until);
     }
@@ -243,7 +243,7 @@ fn probe_all(
             path: candidate.path,
             reason: format!(
                 "not probed: discovery's {} ran out first (too many tools for the open-file limit)",
-                format_secs(config.discovery_deadline)
+                format_secs(settings.discovery_deadline)
             ),
         });
     }
@@ -315,12 +315,16 @@ pub fn raise_open_file_limit() {
 }
 
 /// What one `--schema`/`--describe` run amounts to.
-fn judge(finished: &Finished, killed: Option<Killed>, config: &Config) -> Result<Value, String> {
+fn judge(
+    finished: &Finished,
+    killed: Option<Killed>,
+    settings: &Settings,
+) -> Result<Value, String> {
     match killed {
         Some(Killed::Deadline) => {
             return Err(format!(
                 "no answer within {} (killed)",
-                format_secs(config.discovery_deadline)
+                format_secs(settings.discovery_deadline)
             ))
         }
         Some(Killed::TooBig) => {
@@ -343,7 +347,7 @@ fn judge(finished: &Finished, killed: Option<Killed>, config: &Config) -> Result
     if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
         return Err(format!(
             "crashed with exit code {} (signal {signal}){said}",
-            128 + signal
+            crate::exit::of_signal(signal)
         ));
     }
     let text = finished.out.text();
@@ -384,14 +388,14 @@ mod tests {
     #[test]
     fn one_directory_named_twice_is_scanned_once() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::resolve(Default::default(), &Default::default(), None);
-        config.system_dir = Some(dir.path().to_path_buf());
-        config.user_dir = Some(dir.path().join("."));
+        let mut settings = Settings::resolve(Default::default(), &Default::default(), None);
+        settings.system_dir = Some(dir.path().to_path_buf());
+        settings.user_dir = Some(dir.path().join("."));
         assert_eq!(
-            directories(&config),
+            directories(&settings),
             [(dir.path().to_path_buf(), Origin::System)]
         );
-        config.user_dir = Some(dir.path().join("sub"));
-        assert_eq!(directories(&config).len(), 2);
+        settings.user_dir = Some(dir.path().join("sub"));
+        assert_eq!(directories(&settings).len(), 2);
     }
 }

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::child::Capture;
-use super::config::format_secs;
 use super::registry::Protocol;
+use super::settings::format_secs;
 use crate::args::type_name as kind;
 use crate::error::ErrorCode;
 
@@ -111,11 +111,14 @@ pub fn wrap(
             ErrorCode::ToolTimeout.as_str(),
             None,
         ),
-        Ending::Signal(signal) => fail(
-            format!("Tool '{name}' crashed with exit code {}", 128 + signal),
-            crashed,
-            Some(128 + signal),
-        ),
+        Ending::Signal(signal) => {
+            let code = crate::exit::of_signal(signal);
+            fail(
+                format!("Tool '{name}' crashed with exit code {code}"),
+                crashed,
+                Some(code),
+            )
+        }
         Ending::Code(code) if code != 0 => match own_error(stdout) {
             // Decision 8: the tool explained itself; the model reads that.
             Some((error, error_code)) => fail(error, &error_code, Some(code)),

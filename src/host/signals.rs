@@ -68,6 +68,6 @@ pub fn guarded<T>(work: impl FnOnce(&AtomicBool) -> T) -> T {
 pub fn end_if_signalled() {
     let signal = ENDING.load(Ordering::SeqCst);
     if signal != 0 {
-        std::process::exit(128 + signal);
+        std::process::exit(crate::exit::of_signal(signal));
     }
 }

@@ -268,7 +268,7 @@ impl Capture {
 fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
+        .or_else(|| status.signal().map(crate::exit::of_signal))
         .unwrap_or(SPAWN_FAILED)
 }
 

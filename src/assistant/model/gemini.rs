@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::http::{self, event_json};
 use super::{
-    arguments_object, Message, ModelClient, ModelError, ProviderKind, Reply, Request, ToolCall,
+    arguments_object, Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -54,8 +54,8 @@ impl ModelClient for Gemini {
     fn model(&self) -> &str {
         &self.model
     }
-    fn tool_format(&self) -> ProviderKind {
-        ProviderKind::Google
+    fn tool_format(&self) -> ToolFormat {
+        ToolFormat::Google
     }
 
     fn stream(
@@ -241,7 +241,7 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::ToolResult;
+    use crate::assistant::model::ToolResult;
 
     #[test]
     fn url_adds_the_version_unless_given() {

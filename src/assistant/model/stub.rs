@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Message, ModelClient, ModelError, ProviderKind, Reply, Request, ToolCall};
+use super::{Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat};
 
 pub struct Stub;
 
@@ -19,8 +19,8 @@ impl ModelClient for Stub {
     fn model(&self) -> &str {
         "stub"
     }
-    fn tool_format(&self) -> ProviderKind {
-        ProviderKind::OpenAiChat
+    fn tool_format(&self) -> ToolFormat {
+        ToolFormat::OpenAiChat
     }
 
     fn stream(
@@ -134,7 +134,7 @@ fn tool_names(tools: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::ToolResult;
+    use crate::assistant::model::ToolResult;
 
     fn ask(messages: Vec<Message>) -> (Reply, String) {
         let request = Request {

@@ -14,9 +14,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::envelope;
 use super::model::{Message, ToolCall, ToolResult};
 use crate::error::ErrorCode;
+use crate::host::envelope;
 use crate::tool::Env;
 
 /// One line of a session file.

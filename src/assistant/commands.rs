@@ -4,29 +4,27 @@
 //! conversation alike: a command gets the host's state and prints through a
 //! callback, so `/refresh` can say "Refreshing tools..." before it works.
 
-use serde_json::Value;
-
-use super::config::Config;
-use super::discovery;
-use super::registry::{Entry, Registry};
-use super::text::one_line;
+use crate::host::discovery;
+use crate::host::listing::{inspect, listing};
+use crate::host::registry::Registry;
+use crate::host::settings::Settings;
 
 /// What the commands work on: the settings and the current registry.
 pub struct HostState {
-    pub config: Config,
+    pub settings: Settings,
     pub registry: Registry,
 }
 
 impl HostState {
     /// Discovers the tools now (blocking, at most about the deadline).
-    pub fn discover(config: Config) -> HostState {
-        let registry = discovery::discover(&config);
-        HostState { config, registry }
+    pub fn discover(settings: Settings) -> HostState {
+        let registry = discovery::discover(&settings);
+        HostState { settings, registry }
     }
 
     /// Runs discovery again and replaces the registry.
     pub fn refresh(&mut self) {
-        self.registry = discovery::discover(&self.config);
+        self.registry = discovery::discover(&self.settings);
     }
 }
 
@@ -148,96 +146,19 @@ fn help(_: &str, _: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
     Flow::Continue
 }
 
-/// `/tool`: the tools, sorted, one a line, then the skipped files and why.
-pub fn listing(registry: &Registry) -> String {
-    let mut text = if registry.is_empty() {
-        "No tools available".to_string()
-    } else {
-        let width = registry
-            .entries()
-            .iter()
-            .map(|e| e.name.len())
-            .max()
-            .unwrap_or(0);
-        let mut text = String::from("Available tools:");
-        for e in registry.entries() {
-            text += &format!("\n  {:width$}  {}", e.name, one_line(&e.description));
-        }
-        text
-    };
-    if !registry.skipped().is_empty() {
-        text += "\nSkipped:";
-        for s in registry.skipped() {
-            text += &format!("\n  {}: {}", s.path.display(), s.reason);
-        }
-    }
-    text
-}
-
-/// `/tool NAME`: where the tool is, what it takes, its whole schema.
-pub fn inspect(entry: &Entry) -> String {
-    let mut text = format!(
-        "Tool: {}\nPath: {}\nDescription: {}\nParameters:",
-        entry.name,
-        entry.path.display(),
-        entry.description
-    );
-    let params = entry.parameters();
-    let required: Vec<&str> = params["required"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    match params["properties"].as_object() {
-        Some(props) if !props.is_empty() => {
-            for (name, schema) in props {
-                let need = if required.contains(&name.as_str()) {
-                    "required"
-                } else {
-                    "optional"
-                };
-                text += &format!("\n  {name} ({}, {need})", type_of(schema));
-                if let Some(d) = schema["description"].as_str() {
-                    text += &format!(": {}", one_line(d));
-                }
-            }
-        }
-        _ => text += "\n  (none)",
-    }
-    let pretty = serde_json::to_string_pretty(&entry.schema).unwrap_or_default();
-    text + "\nSchema:\n" + &pretty
-}
-
-/// `string`, `integer|null`, `array of string`, `any`.
-fn type_of(schema: &Value) -> String {
-    let base = match &schema["type"] {
-        Value::String(t) => t.clone(),
-        Value::Array(ts) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("|"),
-        _ if schema.get("enum").is_some() => "enum".into(),
-        _ => "any".into(),
-    };
-    match schema["items"]["type"].as_str() {
-        Some(item) if base == "array" => format!("array of {item}"),
-        _ => base,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::host::registry::tests::entry;
-    use crate::host::registry::{Origin, Skipped};
+    use crate::host::registry::{Entry, Origin, Skipped};
     use serde_json::json;
 
     fn state(entries: Vec<Entry>, skipped: Vec<Skipped>) -> HostState {
-        let mut config = Config::resolve(Default::default(), &Default::default(), None);
-        config.system_dir = None;
-        config.user_dir = None;
+        let mut settings = Settings::resolve(Default::default(), &Default::default(), None);
+        settings.system_dir = None;
+        settings.user_dir = None;
         HostState {
-            config,
+            settings,
             registry: Registry::build(entries, skipped),
         }
     }

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, event_json};
 use super::{
-    arguments_object, parse_arguments, tools_empty, Message, ModelClient, ModelError, ProviderKind,
-    Reply, Request, ToolCall,
+    arguments_object, parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply,
+    Request, ToolCall, ToolFormat,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -43,8 +43,8 @@ impl ModelClient for Anthropic {
     fn model(&self) -> &str {
         &self.model
     }
-    fn tool_format(&self) -> ProviderKind {
-        ProviderKind::Anthropic
+    fn tool_format(&self) -> ToolFormat {
+        ToolFormat::Anthropic
     }
 
     fn stream(
@@ -255,7 +255,7 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::ToolResult;
+    use crate::assistant::model::ToolResult;
 
     #[test]
     fn tool_use_input_assembles_from_json_deltas() {

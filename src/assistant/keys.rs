@@ -28,7 +28,7 @@ const BY_KEY: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::
 
 impl Provider {
     pub fn parse(name: &str) -> Option<Provider> {
-        let name = super::provider::canonical_name(name);
+        let name = crate::host::format::canonical_name(name);
         [
             Provider::OpenAi,
             Provider::Anthropic,

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, event_json};
 use super::{
-    parse_arguments, tools_empty, Message, ModelClient, ModelError, ProviderKind, Reply, Request,
-    ToolCall,
+    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, ToolCall,
+    ToolFormat,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -41,8 +41,8 @@ impl ModelClient for OpenAi {
     fn model(&self) -> &str {
         &self.model
     }
-    fn tool_format(&self) -> ProviderKind {
-        ProviderKind::OpenAiChat
+    fn tool_format(&self) -> ToolFormat {
+        ToolFormat::OpenAiChat
     }
 
     fn stream(
@@ -219,7 +219,7 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::ToolResult;
+    use crate::assistant::model::ToolResult;
 
     #[test]
     fn tool_calls_assemble_by_index_across_chunks() {

@@ -12,34 +12,34 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 
 use super::commands::{self, Flow, HostState};
-use super::config::Config;
 use super::conversation::ToolHost;
-use super::exec::CallOutcome;
-use super::provider::{self, ProviderKind};
-use super::registry::Registry;
 use super::terminal::{say, Commands};
+use crate::host::call::CallOutcome;
+use crate::host::format::{self, ToolFormat};
+use crate::host::registry::Registry;
+use crate::host::settings::Settings;
 
 pub struct Tools {
     /// The discovery still running, until someone needs its result.
     pending: Mutex<Option<JoinHandle<HostState>>>,
     /// The host's state once discovered (None only while `pending` runs).
     state: RwLock<Option<HostState>>,
-    config: Config,
+    settings: Settings,
 }
 
 impl Tools {
     /// Starts discovery in the background and returns at once.
-    pub fn start(config: Config) -> Tools {
-        Tools::start_with(config, HostState::discover)
+    pub fn start(settings: Settings) -> Tools {
+        Tools::start_with(settings, HostState::discover)
     }
 
-    fn start_with(config: Config, discover: fn(Config) -> HostState) -> Tools {
-        let for_thread = config.clone();
+    fn start_with(settings: Settings, discover: fn(Settings) -> HostState) -> Tools {
+        let for_thread = settings.clone();
         let handle = std::thread::spawn(move || discover(for_thread));
         Tools {
             pending: Mutex::new(Some(handle)),
             state: RwLock::new(None),
-            config,
+            settings,
         }
     }
 
@@ -55,7 +55,7 @@ impl Tools {
             let state = handle.join().unwrap_or_else(|_| HostState {
                 // Discovery itself never panics; if it did, the assistant
                 // goes on with no tools rather than dying.
-                config: self.config.clone(),
+                settings: self.settings.clone(),
                 registry: Registry::build(Vec::new(), Vec::new()),
             });
             *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
@@ -74,17 +74,17 @@ impl ToolHost for Tools {
         pending.as_ref().is_none_or(|h| h.is_finished())
     }
 
-    fn tools_array(&self, kind: ProviderKind) -> Value {
-        self.with_registry(|s| provider::tools_array(kind, &s.registry))
+    fn tools_array(&self, kind: ToolFormat) -> Value {
+        self.with_registry(|s| format::tools_array(kind, &s.registry))
     }
 
-    fn left_out(&self, kind: ProviderKind) -> Vec<String> {
-        self.with_registry(|s| provider::left_out(kind, &s.registry))
+    fn left_out(&self, kind: ToolFormat) -> Vec<String> {
+        self.with_registry(|s| format::left_out(kind, &s.registry))
     }
 
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
-            super::exec::call(&s.registry, name, arguments, &s.config.limits, cancel)
+            crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)
         })
     }
 }
@@ -111,7 +111,7 @@ mod tests {
     static RELEASE: AtomicBool = AtomicBool::new(false);
 
     /// A discovery that finds `echo` only once the test lets it finish.
-    fn held_back(config: Config) -> HostState {
+    fn held_back(settings: Settings) -> HostState {
         while !RELEASE.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -122,23 +122,23 @@ mod tests {
             json!({"type": "object", "properties": {}}),
         );
         HostState {
-            config,
+            settings,
             registry: Registry::build(vec![echo], vec![]),
         }
     }
 
     #[test]
     fn startup_does_not_wait_but_the_first_message_does() {
-        let config = Config::resolve(
+        let settings = Settings::resolve(
             Default::default(),
             &Env::from_pairs([("HOME", "/nonexistent")]),
             None,
         );
-        let tools = Tools::start_with(config, held_back);
+        let tools = Tools::start_with(settings, held_back);
         // start returned while discovery is still held back.
         assert!(!tools.ready());
         std::thread::scope(|scope| {
-            let asking = scope.spawn(|| tools.tools_array(ProviderKind::Anthropic));
+            let asking = scope.spawn(|| tools.tools_array(ToolFormat::Anthropic));
             // Most likely the request is waiting by now; either way it must
             // get the discovered tools, never an empty array.
             std::thread::sleep(std::time::Duration::from_millis(50));

@@ -22,29 +22,29 @@ pub mod strict;
 
 /// The wire formats the host speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
+pub enum ToolFormat {
     OpenAiChat,
     OpenAiResponses,
     Anthropic,
     Google,
 }
 
-impl ProviderKind {
-    pub const ALL: [ProviderKind; 4] = [
-        ProviderKind::OpenAiChat,
-        ProviderKind::OpenAiResponses,
-        ProviderKind::Anthropic,
-        ProviderKind::Google,
+impl ToolFormat {
+    pub const ALL: [ToolFormat; 4] = [
+        ToolFormat::OpenAiChat,
+        ToolFormat::OpenAiResponses,
+        ToolFormat::Anthropic,
+        ToolFormat::Google,
     ];
 
     /// The name on the command line: `openai`, `openai-responses`,
     /// `anthropic`, `google`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ProviderKind::OpenAiChat => "openai",
-            ProviderKind::OpenAiResponses => "openai-responses",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Google => "google",
+            ToolFormat::OpenAiChat => "openai",
+            ToolFormat::OpenAiResponses => "openai-responses",
+            ToolFormat::Anthropic => "anthropic",
+            ToolFormat::Google => "google",
         }
     }
 }
@@ -59,16 +59,16 @@ pub fn canonical_name(name: &str) -> String {
     }
 }
 
-impl FromStr for ProviderKind {
+impl FromStr for ToolFormat {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         let name = canonical_name(s);
-        ProviderKind::ALL
+        ToolFormat::ALL
             .into_iter()
             .find(|k| k.as_str() == name)
             .ok_or_else(|| {
-                let names: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
+                let names: Vec<&str> = ToolFormat::ALL.iter().map(|k| k.as_str()).collect();
                 format!("unknown provider '{s}' (providers: {})", names.join(", "))
             })
     }
@@ -77,23 +77,21 @@ impl FromStr for ProviderKind {
 /// The value of the request's `tools` field for `kind`, every registered
 /// tool in name order. An empty registry gives `[]`: leave `tools` out of
 /// the request then.
-pub fn tools_array(kind: ProviderKind, registry: &Registry) -> Value {
+pub fn tools_array(kind: ToolFormat, registry: &Registry) -> Value {
     let schemas = registry.entries().iter().map(|e| &e.schema);
     match kind {
-        ProviderKind::OpenAiChat => Value::Array(schemas.map(openai_chat::tool).collect()),
-        ProviderKind::OpenAiResponses => {
-            Value::Array(schemas.map(openai_responses::tool).collect())
-        }
-        ProviderKind::Anthropic => Value::Array(schemas.map(anthropic::tool).collect()),
-        ProviderKind::Google => google::tools(schemas),
+        ToolFormat::OpenAiChat => Value::Array(schemas.map(openai_chat::tool).collect()),
+        ToolFormat::OpenAiResponses => Value::Array(schemas.map(openai_responses::tool).collect()),
+        ToolFormat::Anthropic => Value::Array(schemas.map(anthropic::tool).collect()),
+        ToolFormat::Google => google::tools(schemas),
     }
 }
 
 /// The tools `kind` has to leave out of its array, by name: Gemini refuses
 /// names that do not start with a letter or `_`. The person is told.
-pub fn left_out(kind: ProviderKind, registry: &Registry) -> Vec<String> {
+pub fn left_out(kind: ToolFormat, registry: &Registry) -> Vec<String> {
     match kind {
-        ProviderKind::Google => registry
+        ToolFormat::Google => registry
             .entries()
             .iter()
             .filter(|e| !google::accepts_name(&e.name))
@@ -117,20 +115,20 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for kind in ProviderKind::ALL {
-            assert_eq!(kind.as_str().parse::<ProviderKind>(), Ok(kind));
+        for kind in ToolFormat::ALL {
+            assert_eq!(kind.as_str().parse::<ToolFormat>(), Ok(kind));
         }
-        assert_eq!("gemini".parse(), Ok(ProviderKind::Google));
-        assert_eq!("OpenAI".parse(), Ok(ProviderKind::OpenAiChat));
+        assert_eq!("gemini".parse(), Ok(ToolFormat::Google));
+        assert_eq!("OpenAI".parse(), Ok(ToolFormat::OpenAiChat));
         assert_eq!(
-            "gpt".parse::<ProviderKind>().unwrap_err(),
+            "gpt".parse::<ToolFormat>().unwrap_err(),
             "unknown provider 'gpt' (providers: openai, openai-responses, anthropic, google)"
         );
     }
 
     #[test]
     fn empty_registry_gives_empty_arrays() {
-        for kind in ProviderKind::ALL {
+        for kind in ToolFormat::ALL {
             assert_eq!(
                 tools_array(kind, &Registry::default()),
                 serde_json::json!([])

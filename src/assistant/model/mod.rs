@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The tools-array format a client sends: the host's own provider formats.
-pub use crate::host::provider::ProviderKind;
+pub use crate::host::format::ToolFormat;
 
 /// One tool call the model asked for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,7 +131,7 @@ pub trait ModelClient: Send + Sync {
     /// The provider's name for people: "openai", "anthropic", ...
     fn provider(&self) -> &'static str;
     fn model(&self) -> &str;
-    fn tool_format(&self) -> ProviderKind;
+    fn tool_format(&self) -> ToolFormat;
     fn stream(&self, request: &Request, on_text: &mut dyn FnMut(&str))
         -> Result<Reply, ModelError>;
 }
@@ -253,8 +253,8 @@ mod tests {
         fn model(&self) -> &str {
             "m"
         }
-        fn tool_format(&self) -> ProviderKind {
-            ProviderKind::OpenAiChat
+        fn tool_format(&self) -> ToolFormat {
+            ToolFormat::OpenAiChat
         }
         fn stream(&self, _: &Request, on_text: &mut dyn FnMut(&str)) -> Result<Reply, ModelError> {
             on_text("partial");

@@ -15,15 +15,14 @@ use std::sync::{mpsc, Arc};
 
 use serde_json::{json, Value};
 
-use super::envelope;
-use super::exec::CallOutcome;
 use super::model::{
-    stream_cancellable, Message, ModelClient, ModelError, ProviderKind, Request, ToolCall,
-    ToolResult,
+    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
 };
 use super::session::{Entry, Session};
-use super::text::clip;
 use crate::error::ErrorCode;
+use crate::host::call::CallOutcome;
+use crate::host::envelope;
+use crate::host::text::clip;
 
 /// The built-in part of the system prompt.
 const BUILT_IN_PROMPT: &str = "You are ikigai, an assistant that works on the user's computer \
@@ -39,9 +38,9 @@ pub trait ToolHost: Sync {
         true
     }
     /// The tools array in `format`, waiting for discovery if it still runs.
-    fn tools_array(&self, format: ProviderKind) -> Value;
-    /// The tools `format` cannot offer, by name (see `provider::left_out`).
-    fn left_out(&self, _format: ProviderKind) -> Vec<String> {
+    fn tools_array(&self, format: ToolFormat) -> Value;
+    /// The tools `format` cannot offer, by name (see `format::left_out`).
+    fn left_out(&self, _format: ToolFormat) -> Vec<String> {
         Vec::new()
     }
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
@@ -190,7 +189,7 @@ impl Conversation {
             .filter(|n| !self.told_left_out.contains(n))
             .collect();
         if !fresh.is_empty() {
-            ui.notice(&super::provider::left_out_notice(&fresh));
+            ui.notice(&crate::host::format::left_out_notice(&fresh));
             self.told_left_out.extend(fresh);
         }
         let mut rounds = 0;
@@ -508,7 +507,7 @@ fn short_value(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::model::Reply;
+    use crate::assistant::model::Reply;
     use std::collections::VecDeque;
     use std::sync::Mutex;
     use std::time::Duration;
@@ -535,8 +534,8 @@ mod tests {
         fn model(&self) -> &str {
             "m1"
         }
-        fn tool_format(&self) -> ProviderKind {
-            ProviderKind::Anthropic
+        fn tool_format(&self) -> ToolFormat {
+            ToolFormat::Anthropic
         }
         fn stream(
             &self,
@@ -565,7 +564,7 @@ mod tests {
     }
 
     impl ToolHost for FakeHost {
-        fn tools_array(&self, format: ProviderKind) -> Value {
+        fn tools_array(&self, format: ToolFormat) -> Value {
             json!([{"format": format!("{format:?}")}])
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {

@@ -28,7 +28,7 @@ impl Default for Limits {
 
 /// Everything the host needs to know before it discovers or runs a tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
+pub struct Settings {
     /// System tools: `PREFIX/libexec/ikigai`, `IKIGAI_LIBEXEC_DIR` or `--libexec-dir`.
     pub system_dir: Option<PathBuf>,
     /// User tools: `~/.ikigai/tools`, `IKIGAI_TOOLS_DIR` or `--tools-dir`;
@@ -48,10 +48,10 @@ pub struct Overrides {
     pub max_output: Option<usize>,
 }
 
-impl Config {
+impl Settings {
     /// Resolves the settings from options, environment and the running
     /// executable's location (`<exe dir>/../libexec/ikigai`).
-    pub fn resolve(overrides: Overrides, env: &Env, exe: Option<&Path>) -> Config {
+    pub fn resolve(overrides: Overrides, env: &Env, exe: Option<&Path>) -> Settings {
         let system_dir = overrides
             .libexec_dir
             .or_else(|| env.var("IKIGAI_LIBEXEC_DIR").map(PathBuf::from))
@@ -68,7 +68,7 @@ impl Config {
             .or_else(|| env.var("IKIGAI_TOOLS_DIR").map(PathBuf::from))
             .or_else(|| env.home().map(|h| h.join(".ikigai").join("tools")));
         let defaults = Limits::default();
-        Config {
+        Settings {
             system_dir,
             user_dir,
             limits: Limits {
@@ -80,9 +80,9 @@ impl Config {
     }
 
     /// The settings of this process: its environment and its own executable.
-    pub fn from_process(overrides: Overrides) -> Config {
+    pub fn from_process(overrides: Overrides) -> Settings {
         let exe = std::env::current_exe().ok();
-        Config::resolve(overrides, &Env::from_process(), exe.as_deref())
+        Settings::resolve(overrides, &Env::from_process(), exe.as_deref())
     }
 }
 
@@ -141,13 +141,13 @@ mod tests {
     #[test]
     fn options_beat_environment_beat_defaults() {
         let env = Env::from_pairs([("HOME", "/home/u"), ("IKIGAI_LIBEXEC_DIR", "/env/libexec")]);
-        let c = Config::resolve(Overrides::default(), &env, Some(Path::new("/p/bin/ikigai")));
+        let c = Settings::resolve(Overrides::default(), &env, Some(Path::new("/p/bin/ikigai")));
         assert_eq!(c.system_dir, Some(PathBuf::from("/env/libexec")));
         assert_eq!(c.user_dir, Some(PathBuf::from("/home/u/.ikigai/tools")));
         assert_eq!(c.limits, Limits::default());
         assert_eq!(c.discovery_deadline, Duration::from_secs(1));
 
-        let c = Config::resolve(
+        let c = Settings::resolve(
             Overrides::default(),
             &Env::from_pairs([("IKIGAI_TOOLS_DIR", "/t")]),
             Some(Path::new("/p/bin/ikigai-tools")),
@@ -161,13 +161,13 @@ mod tests {
             timeout: Some(Duration::from_secs(2)),
             max_output: Some(10),
         };
-        let c = Config::resolve(o, &env, None);
+        let c = Settings::resolve(o, &env, None);
         assert_eq!(c.system_dir, Some(PathBuf::from("/o/sys")));
         assert_eq!(c.user_dir, Some(PathBuf::from("/o/user")));
         assert_eq!(c.limits.timeout, Duration::from_secs(2));
         assert_eq!(c.limits.max_output, 10);
 
-        let c = Config::resolve(Overrides::default(), &Env::default(), None);
+        let c = Settings::resolve(Overrides::default(), &Env::default(), None);
         assert_eq!((c.system_dir, c.user_dir), (None, None));
     }
 

@@ -7,12 +7,22 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
-use super::keys;
-use super::session::{sessions_dir, Session};
-use super::signals;
-use super::terminal::{self, Commands, Style};
+use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
+use self::session::{sessions_dir, Session};
+use self::terminal::{Commands, Style};
+use crate::exit;
+use crate::host::cli::Ikigai;
+use crate::host::settings::Settings;
+use crate::host::signals;
 use crate::tool::Env;
+
+pub mod commands;
+pub mod conversation;
+pub mod keys;
+pub mod model;
+pub mod session;
+pub mod terminal;
+pub mod tool_host;
 
 /// The default of `--max-tool-rounds`.
 pub const DEFAULT_MAX_TOOL_ROUNDS: usize = 25;
@@ -31,30 +41,18 @@ pub struct Options {
     pub max_tool_rounds: usize,
 }
 
-/// Takes the optional ID of `--resume [ID]` out of `args` (argh cannot say
-/// "optional value"), leaving the switch: the argument after `--resume` is
-/// its ID unless it is a flag or one of `subcommands`.
-pub fn take_resume_id(args: Vec<String>, subcommands: &[&str]) -> (Vec<String>, Option<String>) {
-    let mut rest = Vec::new();
-    let mut id = None;
-    let mut args = args.into_iter().peekable();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            rest.push(arg);
-            rest.extend(args.by_ref());
-            break;
-        }
-        let is_resume = arg == "--resume";
-        rest.push(arg);
-        if is_resume {
-            if let Some(next) =
-                args.next_if(|next| !next.starts_with('-') && !subcommands.contains(&next.as_str()))
-            {
-                id = Some(next);
-            }
-        }
-    }
-    (rest, id)
+/// The assistant as `ikigai` starts it: its options from the command line,
+/// discovery started in the background so the prompt appears at once.
+pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>) -> ExitCode {
+    let options = Options {
+        provider: cli.provider,
+        model: cli.model,
+        prompt: cli.prompt,
+        resume: cli.resume.then_some(resume_id),
+        max_tool_rounds: cli.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
+    };
+    let tools = tool_host::Tools::start(settings);
+    run(options, &tools, &mut &tools)
 }
 
 /// Runs the assistant; the exit code says whether its messages were answered.
@@ -65,7 +63,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         Ok(choice) => choice,
         Err(e) => {
             eprintln!("ikigai: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     for warning in &choice.warnings {
@@ -97,7 +95,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             }
             Err(e) => {
                 eprintln!("ikigai: {e:#}");
-                return ExitCode::from(1);
+                return ExitCode::from(exit::FAILURE);
             }
         },
         (None, None) => eprintln!(
@@ -108,7 +106,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         ),
         (None, Some(_)) => {
             eprintln!("ikigai: cannot resume: neither XDG_DATA_HOME nor HOME is set");
-            return ExitCode::from(1);
+            return ExitCode::from(exit::FAILURE);
         }
     }
 
@@ -117,8 +115,8 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     if let Some(message) = &options.prompt {
         return match terminal::one_shot(message, &mut conversation, host) {
             TurnEnd::Answered => ExitCode::SUCCESS,
-            TurnEnd::Cancelled => ExitCode::from(130),
-            _ => ExitCode::from(1),
+            TurnEnd::Cancelled => ExitCode::from(exit::INTERRUPTED),
+            _ => ExitCode::from(exit::FAILURE),
         };
     }
     if !std::io::stdin().is_terminal() {
@@ -129,10 +127,10 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             commands,
         ) {
             Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::from(1),
+            Ok(false) => ExitCode::from(exit::FAILURE),
             Err(e) => {
                 eprintln!("ikigai: reading stdin: {e}");
-                ExitCode::from(1)
+                ExitCode::from(exit::FAILURE)
             }
         };
     }
@@ -154,34 +152,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ikigai: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILURE)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_string).collect()
-    }
-
-    #[test]
-    fn resume_takes_an_optional_id() {
-        let subs = ["tools", "call"];
-        let take = |s: &str| take_resume_id(words(s), &subs);
-        assert_eq!(take("--resume"), (words("--resume"), None));
-        assert_eq!(
-            take("--resume abc -p hi"),
-            (words("--resume -p hi"), Some("abc".into()))
-        );
-        assert_eq!(
-            take("--resume --model m"),
-            (words("--resume --model m"), None)
-        );
-        assert_eq!(take("--resume tools"), (words("--resume tools"), None));
-        assert_eq!(take("-p x"), (words("-p x"), None));
-        assert_eq!(take("-- --resume x"), (words("-- --resume x"), None));
     }
 }

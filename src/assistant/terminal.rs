@@ -22,9 +22,9 @@ use rustyline::{
 use serde_json::Value;
 
 use super::conversation::{short_call, short_outcome, Conversation, ToolHost, TurnEnd, Ui};
-use super::exec::CallOutcome;
 use super::model::ToolCall;
-use super::signals;
+use crate::host::call::CallOutcome;
+use crate::host::signals;
 
 /// Slash commands (/tool, /refresh, /help, /quit), run by the host.
 pub trait Commands {

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::child::{self, Proc};
-use super::config::Limits;
 use super::envelope::{self, Ending};
 use super::registry::{Protocol, Registry};
+use super::settings::Limits;
 use crate::args::type_name as kind;
 use crate::error::ErrorCode;
 
