@@ -1,6 +1,6 @@
 //! The error codes of the specification, each spelled once, and the typed
 //! error a tool returns. `tool_main` turns a `ToolError` into the JSON answer
-//! of the tool's family; the host turns its own failures into envelopes.
+//! of the tool's family; the host spells its own codes in its envelope (host/envelope.rs).
 
 use std::fmt;
 use std::io;
@@ -35,15 +35,6 @@ pub enum ErrorCode {
     ParseError,
     InvalidUrl,
     UnsupportedContent,
-    // Host envelopes (local-tools.md, "ikigai wrapper codes").
-    ToolTimeout,
-    ToolCrashed,
-    InvalidOutput,
-    ToolNotFound,
-    InvalidParams,
-    // The assistant (issue 5): a call the model asked for after the last
-    // tool round allowed for one message, answered without running it.
-    ToolRoundLimit,
 }
 
 impl ErrorCode {
@@ -73,12 +64,6 @@ impl ErrorCode {
             ParseError => "PARSE_ERROR",
             InvalidUrl => "INVALID_URL",
             UnsupportedContent => "UNSUPPORTED_CONTENT",
-            ToolTimeout => "TOOL_TIMEOUT",
-            ToolCrashed => "TOOL_CRASHED",
-            InvalidOutput => "INVALID_OUTPUT",
-            ToolNotFound => "TOOL_NOT_FOUND",
-            InvalidParams => "INVALID_PARAMS",
-            ToolRoundLimit => "TOOL_ROUND_LIMIT",
         }
     }
 }

@@ -19,9 +19,8 @@ use super::model::{
     stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
 };
 use super::session::{Entry, Session};
-use crate::error::ErrorCode;
 use crate::host::call::CallOutcome;
-use crate::host::envelope;
+use crate::host::envelope::{Envelope, Failure};
 use crate::host::text::clip;
 
 /// The built-in part of the system prompt.
@@ -248,10 +247,11 @@ impl Conversation {
                     .map(|c| ToolResult {
                         call_id: c.id.clone(),
                         name: c.name.clone(),
-                        envelope: envelope::refused(
-                            &format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
-                            ErrorCode::ToolRoundLimit,
-                        ),
+                        envelope: Envelope::refused(
+                            Failure::RoundLimit,
+                            format!("Tool '{}' was not run: the limit of {limit} tool rounds for one message was reached", c.name),
+                        )
+                        .to_json(),
                     })
                     .collect::<Vec<_>>();
                 for r in &results {
@@ -323,7 +323,7 @@ impl Conversation {
                     Entry::ToolResult {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
-                        envelope: outcome.envelope.clone(),
+                        envelope: outcome.envelope.to_json(),
                         events: outcome.events.clone(),
                     },
                     ui,
@@ -341,12 +341,15 @@ impl Conversation {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 // A call thread that died (a panic in the host) still answers.
-                envelope: outcome.map(|o| o.envelope).unwrap_or_else(|| {
-                    envelope::refused(
-                        &format!("Tool '{}' produced no result", call.name),
-                        ErrorCode::ToolCrashed,
-                    )
-                }),
+                envelope: outcome
+                    .map(|o| o.envelope)
+                    .unwrap_or_else(|| {
+                        Envelope::refused(
+                            Failure::Crashed,
+                            format!("Tool '{}' produced no result", call.name),
+                        )
+                    })
+                    .to_json(),
             })
             .collect()
     }
@@ -471,7 +474,7 @@ pub fn short_call(call: &ToolCall, max: usize) -> String {
 
 /// One line saying how a call went, and whether it failed.
 pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
-    let envelope = &outcome.envelope;
+    let envelope = outcome.envelope.to_json();
     let failure = |e: &Value| {
         let code = e["error_code"].as_str().unwrap_or("ERROR");
         let text = e["error"]
@@ -481,7 +484,7 @@ pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
         clip(&format!("{code}: {}", text.replace('\n', " ")), max)
     };
     if envelope["tool_success"] == json!(false) {
-        return (false, failure(envelope));
+        return (false, failure(&envelope));
     }
     let result = &envelope["result"];
     // A tool may answer its own error inside a successful run.
@@ -569,10 +572,14 @@ mod tests {
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
-            let ok = |result: Value| CallOutcome {
-                envelope: json!({"tool_success": true, "result": result}),
-                events: vec![],
-                success: true,
+            let ok = |result: Value| {
+                CallOutcome::new(
+                    Envelope::Success {
+                        result,
+                        truncated: None,
+                    },
+                    vec![],
+                )
             };
             match name {
                 "echo" => ok(arguments.clone()),
@@ -582,30 +589,21 @@ mod tests {
                     ));
                     ok(json!({"n": arguments["n"]}))
                 }
-                "needs_key" => CallOutcome {
-                    envelope: json!({"tool_success": false, "error": "no key", "error_code": "AUTH_MISSING"}),
-                    events: vec![json!({"kind": "config_required", "message": "set KEY"})],
-                    success: false,
-                },
+                "needs_key" => CallOutcome::new(
+                    Envelope::refused(Failure::Tool("AUTH_MISSING".into()), "no key"),
+                    vec![json!({"kind": "config_required", "message": "set KEY"})],
+                ),
                 "forever" => {
                     let cancel = cancel.expect("a cancel flag");
                     while !cancel.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(5));
                     }
-                    CallOutcome {
-                        envelope: envelope::refused("killed", ErrorCode::ToolTimeout),
-                        events: vec![],
-                        success: false,
-                    }
+                    CallOutcome::new(Envelope::refused(Failure::Cancelled, "killed"), vec![])
                 }
-                _ => CallOutcome {
-                    envelope: envelope::refused(
-                        &format!("Tool '{name}' not found"),
-                        ErrorCode::ToolNotFound,
-                    ),
-                    events: vec![],
-                    success: false,
-                },
+                _ => CallOutcome::new(
+                    Envelope::refused(Failure::NotFound, format!("Tool '{name}' not found")),
+                    vec![],
+                ),
             }
         }
     }
@@ -868,30 +866,26 @@ mod tests {
         let c = call("a", "bash", json!({"command": "ls -la\nwc", "n": 2}));
         assert_eq!(short_call(&c, 80), r#"bash(command: "ls -la\nwc", n: 2)"#);
         assert_eq!(short_call(&c, 10), "bash(comm…");
-        let outcome = |e: Value| {
-            short_outcome(
-                &CallOutcome {
-                    success: e["tool_success"] == true,
-                    envelope: e,
-                    events: vec![],
-                },
-                80,
-            )
+        let outcome = |e: Envelope| short_outcome(&CallOutcome::new(e, vec![]), 80);
+        let ok = |result: Value| Envelope::Success {
+            result,
+            truncated: None,
         };
         assert_eq!(
-            outcome(json!({"tool_success": true, "result": {"output": "x", "exit_code": 0}})),
+            outcome(ok(json!({"output": "x", "exit_code": 0}))),
             (true, "exit code 0, 28 bytes".to_string())
         );
         assert_eq!(
-            outcome(
-                json!({"tool_success": true, "result": {"error": "File not found: x", "error_code": "FILE_NOT_FOUND"}})
-            ),
+            outcome(ok(
+                json!({"error": "File not found: x", "error_code": "FILE_NOT_FOUND"})
+            )),
             (false, "FILE_NOT_FOUND: File not found: x".to_string())
         );
         assert_eq!(
-            outcome(
-                json!({"tool_success": false, "error": "Tool 'x' timed out after 30s", "error_code": "TOOL_TIMEOUT"})
-            ),
+            outcome(Envelope::refused(
+                Failure::Timeout,
+                "Tool 'x' timed out after 30s"
+            )),
             (
                 false,
                 "TOOL_TIMEOUT: Tool 'x' timed out after 30s".to_string()

@@ -15,8 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::{Message, ToolCall, ToolResult};
-use crate::error::ErrorCode;
-use crate::host::envelope;
+use crate::host::envelope::{Envelope, Failure};
 use crate::tool::Env;
 
 /// One line of a session file.
@@ -208,13 +207,14 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                     .position(|r| r.call_id == call.id)
                     .map(|at| results.remove(at))
                     .unwrap_or_else(|| ToolResult {
-                        envelope: envelope::refused(
-                            &format!(
+                        envelope: Envelope::refused(
+                            Failure::Crashed,
+                            format!(
                                 "Tool '{}' has no recorded result: the session ended while it ran",
                                 call.name
                             ),
-                            ErrorCode::ToolCrashed,
-                        ),
+                        )
+                        .to_json(),
                         call_id: call.id,
                         name: call.name,
                     })

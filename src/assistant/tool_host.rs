@@ -148,6 +148,6 @@ mod tests {
         });
         assert!(tools.ready());
         let outcome = tools.call("nope", &json!({}), None);
-        assert_eq!(outcome.envelope["error_code"], "TOOL_NOT_FOUND");
+        assert_eq!(outcome.envelope.to_json()["error_code"], "TOOL_NOT_FOUND");
     }
 }

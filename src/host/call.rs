@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::child::{self, Proc};
-use super::envelope::{self, Ending};
+use super::envelope::{self, Ending, Envelope, Failure};
 use super::registry::{Protocol, Registry};
 use super::settings::Limits;
 use crate::args::type_name as kind;
-use crate::error::ErrorCode;
 
 /// How often a running call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);
@@ -26,29 +25,27 @@ const CANCEL_POLL: Duration = Duration::from_millis(25);
 /// What a call produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOutcome {
-    /// Exactly what the model receives.
-    pub envelope: Value,
+    /// What the model receives (`to_json`).
+    pub envelope: Envelope,
     /// `config_required` events from the tool's stderr: for the person only.
     pub events: Vec<Value>,
-    /// The envelope's `tool_success`.
-    pub success: bool,
 }
 
 impl CallOutcome {
-    fn new(envelope: Value, events: Vec<Value>) -> Self {
-        let success = envelope["tool_success"] == Value::Bool(true);
-        CallOutcome {
-            envelope,
-            events,
-            success,
-        }
+    pub fn new(envelope: Envelope, events: Vec<Value>) -> Self {
+        CallOutcome { envelope, events }
+    }
+
+    /// The envelope's `tool_success`.
+    pub fn success(&self) -> bool {
+        self.envelope.success()
     }
 }
 
 /// Runs tool `name` with `arguments` (a JSON object). Blocks until the tool
 /// ends, its timeout passes, or `cancel` becomes true (then the tool's
 /// process group is killed within a few tens of milliseconds and the
-/// envelope says the user interrupted it, code `TOOL_TIMEOUT`).
+/// envelope says the user cancelled it, code `CANCELLED`).
 pub fn call(
     registry: &Registry,
     name: &str,
@@ -57,7 +54,7 @@ pub fn call(
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
     let Some(entry) = registry.lookup(name) else {
-        return CallOutcome::new(envelope::not_found(name, &registry.names()), vec![]);
+        return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
     };
     if let Value::String(text) = arguments {
         // Text the model meant as JSON but that does not parse (kept as a
@@ -68,7 +65,7 @@ pub fn call(
     }
     if !arguments.is_object() {
         let what = format!("expected a JSON object, got {}", kind(arguments));
-        return CallOutcome::new(envelope::invalid_params(name, &what), vec![]);
+        return CallOutcome::new(Envelope::invalid_params(name, &what), vec![]);
     }
     let json = arguments.to_string();
     let spawned = match entry.protocol {
@@ -107,7 +104,7 @@ pub fn call_text(
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
     if registry.lookup(name).is_none() {
-        return CallOutcome::new(envelope::not_found(name, &registry.names()), vec![]);
+        return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
     }
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => call(registry, name, &value, limits, cancel),
@@ -115,8 +112,8 @@ pub fn call_text(
     }
 }
 
-fn not_json(name: &str, e: &serde_json::Error) -> Value {
-    envelope::invalid_params(name, &format!("arguments are not valid JSON: {e}"))
+fn not_json(name: &str, e: &serde_json::Error) -> Envelope {
+    Envelope::invalid_params(name, &format!("arguments are not valid JSON: {e}"))
 }
 
 /// Pumps the process until it ends, times out or is cancelled.
@@ -168,25 +165,25 @@ fn ending_of(status: std::process::ExitStatus) -> Ending {
     }
 }
 
-fn spawn_failure(name: &str, path: &std::path::Path, e: &std::io::Error) -> Value {
+fn spawn_failure(name: &str, path: &std::path::Path, e: &std::io::Error) -> Envelope {
     match e.raw_os_error() {
-        Some(libc::ENOENT) => envelope::refused(
-            &format!(
+        Some(libc::ENOENT) => Envelope::refused(
+            Failure::NotFound,
+            format!(
                 "Tool '{name}' cannot be run: its file {} is gone (run /refresh)",
                 path.display()
             ),
-            ErrorCode::ToolNotFound,
         ),
-        Some(libc::E2BIG) => envelope::invalid_params(
+        Some(libc::E2BIG) => Envelope::invalid_params(
             name,
             "the arguments are too long to pass as a command-line argument (shellclaw protocol)",
         ),
-        _ => envelope::refused(
-            &format!(
+        _ => Envelope::refused(
+            Failure::Crashed,
+            format!(
                 "Tool '{name}' could not be started ({}): {e}",
                 path.display()
             ),
-            ErrorCode::ToolCrashed,
         ),
     }
 }
@@ -242,15 +239,15 @@ mod tests {
         });
         // The tool sleeps 30 s; the default timeout is 30 s.
         assert!(started.elapsed() < Duration::from_secs(10));
-        assert!(!outcome.success);
-        let e = &outcome.envelope;
+        assert!(!outcome.success());
+        let e = &outcome.envelope.to_json();
         assert_eq!(
             (&e["error_code"], &e["exit_code"]),
-            (&json!("TOOL_TIMEOUT"), &Value::Null)
+            (&json!("CANCELLED"), &Value::Null)
         );
         let error = e["error"].as_str().unwrap();
         assert!(
-            error.starts_with("Tool 'sleepy' was interrupted by the user after ")
+            error.starts_with("Tool 'sleepy' was cancelled by the user after ")
                 && error.ends_with("s, before it finished"),
             "{error}"
         );
@@ -271,8 +268,11 @@ mod tests {
             &Limits::default(),
             Some(&cancel),
         );
-        assert!(outcome.success, "{:?}", outcome.envelope);
-        assert_eq!(outcome.envelope["result"]["input"], json!({"a": 1}));
+        assert!(outcome.success(), "{:?}", outcome.envelope);
+        assert_eq!(
+            outcome.envelope.to_json()["result"]["input"],
+            json!({"a": 1})
+        );
         assert!(outcome.events.is_empty());
     }
 
@@ -281,12 +281,12 @@ mod tests {
         let (_dir, registry) = fixtures(&["echo"]);
         let limits = Limits::default();
         let ok = call_text(&registry, "echo", r#"{"x":true}"#, &limits, None);
-        assert_eq!(ok.envelope["result"]["input"], json!({"x": true}));
+        assert_eq!(ok.envelope.to_json()["result"]["input"], json!({"x": true}));
         let bad = call_text(&registry, "echo", "{x", &limits, None);
-        assert_eq!(bad.envelope["error_code"], "INVALID_PARAMS");
+        assert_eq!(bad.envelope.to_json()["error_code"], "INVALID_PARAMS");
         // An unknown name is reported as such even with bad arguments.
         let unknown = call_text(&registry, "nope", "{x", &limits, None);
-        assert_eq!(unknown.envelope["error_code"], "TOOL_NOT_FOUND");
-        assert!(!unknown.success);
+        assert_eq!(unknown.envelope.to_json()["error_code"], "TOOL_NOT_FOUND");
+        assert!(!unknown.success());
     }
 }

@@ -19,7 +19,6 @@ use super::child::Capture;
 use super::registry::Protocol;
 use super::settings::format_secs;
 use crate::args::type_name as kind;
-use crate::error::ErrorCode;
 
 /// How a tool process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,49 +33,137 @@ pub enum Ending {
     Interrupted(Duration),
 }
 
-/// A failure envelope, every field present (`exit_code` null when there is
-/// no status to report).
-pub fn failure(
-    error: &str,
-    code: &str,
-    exit_code: Option<i32>,
-    stdout: &str,
-    stderr: &str,
-) -> Value {
-    json!({
-        "tool_success": false,
-        "error": error,
-        "error_code": code,
-        "exit_code": exit_code,
-        "stdout": stdout,
-        "stderr": stderr,
-    })
+/// Why a call failed: each kind carries its `error_code`, and the host's own
+/// codes are spelled here and nowhere else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The tool explained its failure itself (decision 8): its own code.
+    Tool(String),
+    /// Killed at the deadline.
+    Timeout,
+    /// Stopped by the person (Ctrl-C) before it finished.
+    Cancelled,
+    /// Killed by a signal, or exited non-zero without explaining itself.
+    Crashed,
+    /// Exited 0 but printed no usable answer.
+    InvalidOutput,
+    /// Not in the registry (default-deny).
+    NotFound,
+    /// The arguments are not a JSON object.
+    InvalidParams,
+    /// Asked for after the last tool round the assistant allows per message.
+    RoundLimit,
 }
 
-/// A host-side failure before any process ran.
-pub fn refused(error: &str, code: ErrorCode) -> Value {
-    failure(error, code.as_str(), None, "", "")
+impl Failure {
+    pub fn code(&self) -> &str {
+        match self {
+            Failure::Tool(code) => code,
+            Failure::Timeout => "TOOL_TIMEOUT",
+            Failure::Cancelled => "CANCELLED",
+            Failure::Crashed => "TOOL_CRASHED",
+            Failure::InvalidOutput => "INVALID_OUTPUT",
+            Failure::NotFound => "TOOL_NOT_FOUND",
+            Failure::InvalidParams => "INVALID_PARAMS",
+            Failure::RoundLimit => "TOOL_ROUND_LIMIT",
+        }
+    }
 }
 
-/// Default-deny: the name is not in the registry.
-pub fn not_found(name: &str, known: &[&str]) -> Value {
-    let available = if known.is_empty() {
-        "no tools are available".to_string()
-    } else {
-        format!("available tools: {}", known.join(", "))
-    };
-    refused(
-        &format!("Tool '{name}' not found; {available}"),
-        ErrorCode::ToolNotFound,
-    )
+/// Every outcome of one call, as the model receives it. `to_json` gives
+/// the spec's shape, keys in this order:
+///
+/// - `{"tool_success": true, "result", ["truncated"]}`
+/// - `{"tool_success": false, "error", "error_code", "exit_code", "stdout",
+///   "stderr", ["truncated"]}`
+#[derive(Clone, Debug, PartialEq)]
+pub enum Envelope {
+    Success {
+        result: Value,
+        /// A shellclaw tool's plain text cut at the cap: what was cut.
+        truncated: Option<Value>,
+    },
+    Failure {
+        why: Failure,
+        error: String,
+        /// None when there is no status to report (timeout, refusal).
+        exit_code: Option<i32>,
+        stdout: String,
+        stderr: String,
+        /// `{"stdout": {"total_bytes", "omitted_bytes"}, ...}` for each
+        /// output the host cut at its cap.
+        truncated: Option<Value>,
+    },
 }
 
-/// The arguments are not a JSON object.
-pub fn invalid_params(name: &str, what: &str) -> Value {
-    refused(
-        &format!("Invalid arguments for tool '{name}': {what}"),
-        ErrorCode::InvalidParams,
-    )
+impl Envelope {
+    /// A host-side failure before any process ran.
+    pub fn refused(why: Failure, error: impl Into<String>) -> Envelope {
+        Envelope::Failure {
+            why,
+            error: error.into(),
+            exit_code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            truncated: None,
+        }
+    }
+
+    /// Default-deny: the name is not in the registry.
+    pub fn not_found(name: &str, known: &[&str]) -> Envelope {
+        let available = if known.is_empty() {
+            "no tools are available".to_string()
+        } else {
+            format!("available tools: {}", known.join(", "))
+        };
+        Envelope::refused(
+            Failure::NotFound,
+            format!("Tool '{name}' not found; {available}"),
+        )
+    }
+
+    /// The arguments are not a JSON object.
+    pub fn invalid_params(name: &str, what: &str) -> Envelope {
+        Envelope::refused(
+            Failure::InvalidParams,
+            format!("Invalid arguments for tool '{name}': {what}"),
+        )
+    }
+
+    pub fn success(&self) -> bool {
+        matches!(self, Envelope::Success { .. })
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        let truncated = match self {
+            Envelope::Success { result, truncated } => {
+                map.insert("tool_success".into(), Value::Bool(true));
+                map.insert("result".into(), result.clone());
+                truncated
+            }
+            Envelope::Failure {
+                why,
+                error,
+                exit_code,
+                stdout,
+                stderr,
+                truncated,
+            } => {
+                map.insert("tool_success".into(), Value::Bool(false));
+                map.insert("error".into(), error.as_str().into());
+                map.insert("error_code".into(), why.code().into());
+                map.insert("exit_code".into(), (*exit_code).into());
+                map.insert("stdout".into(), stdout.as_str().into());
+                map.insert("stderr".into(), stderr.as_str().into());
+                truncated
+            }
+        };
+        if let Some(t) = truncated {
+            map.insert("truncated".into(), t.clone());
+        }
+        Value::Object(map)
+    }
 }
 
 /// Wraps a finished run; returns the envelope and the events found on stderr.
@@ -86,60 +173,63 @@ pub fn wrap(
     ending: Ending,
     stdout: &Capture,
     stderr: &Capture,
-) -> (Value, Vec<Value>) {
+) -> (Envelope, Vec<Value>) {
     let (events, stderr_text) = split_events(&stderr.text());
     let out_text = stdout.text();
-    let fail = |error: String, code: &str, exit: Option<i32>| {
-        let mut envelope = failure(&error, code, exit, &out_text, &stderr_text);
-        if let Some(truncated) = truncation(stdout, stderr) {
-            envelope["truncated"] = truncated;
-        }
-        envelope
+    let truncated = truncation(stdout, stderr);
+    let fail = |why: Failure, error: String, exit_code: Option<i32>| Envelope::Failure {
+        why,
+        error,
+        exit_code,
+        stdout: out_text.clone(),
+        stderr: stderr_text.clone(),
+        truncated: truncated.clone(),
     };
-    let crashed = ErrorCode::ToolCrashed.as_str();
     let envelope = match ending {
         Ending::TimedOut(after) => fail(
+            Failure::Timeout,
             format!("Tool '{name}' timed out after {}", format_secs(after)),
-            ErrorCode::ToolTimeout.as_str(),
             None,
         ),
         Ending::Interrupted(after) => fail(
+            Failure::Cancelled,
             format!(
-                "Tool '{name}' was interrupted by the user after {}, before it finished",
+                "Tool '{name}' was cancelled by the user after {}, before it finished",
                 format_secs(after)
             ),
-            ErrorCode::ToolTimeout.as_str(),
             None,
         ),
         Ending::Signal(signal) => {
             let code = crate::exit::of_signal(signal);
             fail(
+                Failure::Crashed,
                 format!("Tool '{name}' crashed with exit code {code}"),
-                crashed,
                 Some(code),
             )
         }
         Ending::Code(code) if code != 0 => match own_error(stdout) {
             // Decision 8: the tool explained itself; the model reads that.
-            Some((error, error_code)) => fail(error, &error_code, Some(code)),
+            Some((error, error_code)) => fail(Failure::Tool(error_code), error, Some(code)),
             None => fail(
+                Failure::Crashed,
                 format!("Tool '{name}' exited with code {code}"),
-                crashed,
                 Some(code),
             ),
         },
         // A shellclaw tool may answer plain text: a long one is still an
         // answer, cut to the cap (the marker in it and `truncated` say so).
         Ending::Code(_) if protocol == Protocol::Shellclaw && stdout.truncated() => {
-            let mut envelope = json!({"tool_success": true, "result": out_text});
-            if let Some(truncated) = truncation(stdout, stderr) {
-                envelope["truncated"] = truncated;
+            Envelope::Success {
+                result: Value::String(out_text.clone()),
+                truncated: truncated.clone(),
             }
-            envelope
         }
         Ending::Code(_) => match result(name, protocol, stdout) {
-            Ok(result) => json!({"tool_success": true, "result": result}),
-            Err(why) => fail(why, ErrorCode::InvalidOutput.as_str(), Some(0)),
+            Ok(result) => Envelope::Success {
+                result,
+                truncated: None,
+            },
+            Err(why) => fail(Failure::InvalidOutput, why, Some(0)),
         },
     };
     (envelope, events)
@@ -191,7 +281,7 @@ fn own_error(stdout: &Capture) -> Option<(String, String)> {
     };
     let code = match obj.get("error_code") {
         Some(Value::String(c)) if !c.is_empty() => c.clone(),
-        _ => ErrorCode::ToolCrashed.as_str().to_string(),
+        _ => Failure::Crashed.code().to_string(),
     };
     Some((error, code))
 }
@@ -235,14 +325,18 @@ mod tests {
     }
 
     fn wrap_text(protocol: Protocol, ending: Ending, out: &str, err: &str) -> Value {
-        wrap("t", protocol, ending, &cap(out), &cap(err)).0
+        wrap("t", protocol, ending, &cap(out), &cap(err))
+            .0
+            .to_json()
     }
 
     #[test]
     fn a_long_shellclaw_text_is_a_cut_success() {
         let mut out = Capture::new(10);
         out.push("line one\nline two\nline three\n".as_bytes());
-        let (e, _) = wrap("t", Protocol::Shellclaw, Ending::Code(0), &out, &cap(""));
+        let e = wrap("t", Protocol::Shellclaw, Ending::Code(0), &out, &cap(""))
+            .0
+            .to_json();
         assert_eq!(e["tool_success"], true, "{e}");
         assert_eq!(e["result"], out.text());
         assert_eq!(
@@ -250,7 +344,9 @@ mod tests {
             json!({"stdout": {"total_bytes": 29, "omitted_bytes": 19}})
         );
         // The ikigai protocol still needs its whole JSON object.
-        let (e, _) = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""));
+        let e = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""))
+            .0
+            .to_json();
         assert_eq!(e["error_code"], "INVALID_OUTPUT");
     }
 
@@ -332,9 +428,12 @@ mod tests {
         );
         assert_eq!(
             e["error"],
-            "Tool 't' was interrupted by the user after 1.5s, before it finished"
+            "Tool 't' was cancelled by the user after 1.5s, before it finished"
         );
-        assert_eq!(e["exit_code"], Value::Null);
+        assert_eq!(
+            (&e["error_code"], &e["exit_code"]),
+            (&json!("CANCELLED"), &Value::Null)
+        );
     }
 
     #[test]
@@ -365,14 +464,19 @@ mod tests {
             &cap(&err),
         );
         assert_eq!(events, [serde_json::from_str::<Value>(event).unwrap()]);
-        assert_eq!(envelope["stderr"], "warning\n{\"kind\":\"other\"}\ntail");
+        assert_eq!(
+            envelope.to_json()["stderr"],
+            "warning\n{\"kind\":\"other\"}\ntail"
+        );
     }
 
     #[test]
     fn truncation_is_stated_with_counts() {
         let mut out = Capture::new(8);
         out.push(&[b'x'; 100]);
-        let (e, _) = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""));
+        let e = wrap("t", Protocol::Ikigai, Ending::Code(0), &out, &cap(""))
+            .0
+            .to_json();
         assert_eq!(e["error_code"], "INVALID_OUTPUT");
         assert_eq!(
             e["error"],
@@ -392,16 +496,17 @@ mod tests {
     #[test]
     fn host_refusals() {
         assert_eq!(
-            not_found("x", &["a", "b"]),
+            Envelope::not_found("x", &["a", "b"]).to_json(),
             json!({"tool_success": false, "error": "Tool 'x' not found; available tools: a, b",
                    "error_code": "TOOL_NOT_FOUND", "exit_code": null, "stdout": "", "stderr": ""})
         );
         assert_eq!(
-            not_found("x", &[])["error"],
+            Envelope::not_found("x", &[]).to_json()["error"],
             "Tool 'x' not found; no tools are available"
         );
         assert_eq!(
-            invalid_params("x", "expected a JSON object, got an array")["error_code"],
+            Envelope::invalid_params("x", "expected a JSON object, got an array").to_json()
+                ["error_code"],
             "INVALID_PARAMS"
         );
     }

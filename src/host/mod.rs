@@ -177,9 +177,9 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
             let _ = writeln!(err, "{event}");
         }
     }
-    say(&outcome.envelope.to_string());
+    say(&outcome.envelope.to_json().to_string());
     signals::end_if_signalled();
-    if outcome.success {
+    if outcome.success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
