@@ -4,6 +4,7 @@
 
 mod args;
 mod assistant;
+mod capture;
 mod credentials;
 mod dispatch;
 mod error;

@@ -6,7 +6,6 @@
 //! is counted and dropped. Discovery pumps many of these together; a tool
 //! call pumps one.
 
-use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -14,6 +13,8 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{self, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::capture::HeadTail;
 
 /// How long pipes may stay open after the tool itself exited (a background
 /// process it left may hold them): then the host stops reading.
@@ -33,49 +34,30 @@ const CHUNK: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct Capture {
     cap: usize,
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    total: u64,
+    kept: HeadTail,
 }
 
 impl Capture {
     pub fn new(cap: usize) -> Self {
+        let head = cap.div_ceil(2);
         Capture {
             cap,
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            total: 0,
+            kept: HeadTail::new(head, cap - head),
         }
-    }
-
-    fn head_cap(&self) -> usize {
-        self.cap.div_ceil(2)
     }
 
     pub fn push(&mut self, data: &[u8]) {
-        self.total += data.len() as u64;
-        let room = self.head_cap().saturating_sub(self.head.len());
-        let (first, rest) = data.split_at(room.min(data.len()));
-        self.head.extend_from_slice(first);
-        let tail_cap = self.cap - self.head_cap();
-        if rest.len() >= tail_cap {
-            self.tail.clear();
-            self.tail.extend(&rest[rest.len() - tail_cap..]);
-        } else {
-            let overflow = (self.tail.len() + rest.len()).saturating_sub(tail_cap);
-            self.tail.drain(..overflow);
-            self.tail.extend(rest);
-        }
+        self.kept.push(data);
     }
 
     /// Bytes the stream carried in all.
     pub fn total(&self) -> u64 {
-        self.total
+        self.kept.total()
     }
 
     /// Bytes dropped from the middle.
     pub fn omitted(&self) -> u64 {
-        self.total - (self.head.len() + self.tail.len()) as u64
+        self.kept.omitted()
     }
 
     pub fn truncated(&self) -> bool {
@@ -88,26 +70,21 @@ impl Capture {
 
     /// The whole stream, when nothing was dropped.
     pub fn complete(&self) -> Option<Vec<u8>> {
-        (!self.truncated()).then(|| {
-            let mut all = self.head.clone();
-            all.extend(&self.tail);
-            all
-        })
+        (!self.truncated()).then(|| [self.kept.head(), &self.kept.tail()].concat())
     }
 
     /// The kept text; when bytes were dropped, a line in their place says how
     /// many, so the reader never mistakes a cut output for a whole one.
     pub fn text(&self) -> String {
-        let head = String::from_utf8_lossy(&self.head);
+        let head = String::from_utf8_lossy(self.kept.head());
+        let tail = self.kept.tail();
         if !self.truncated() {
-            let tail: Vec<u8> = self.tail.iter().copied().collect();
             return head.into_owned() + &String::from_utf8_lossy(&tail);
         }
-        let tail: Vec<u8> = self.tail.iter().copied().collect();
         format!(
             "{head}\n[... {} of {} bytes omitted: output exceeds the {}-byte cap ...]\n{}",
             self.omitted(),
-            self.total,
+            self.total(),
             self.cap,
             String::from_utf8_lossy(&tail)
         )
@@ -518,6 +495,9 @@ mod tests {
     fn capture_of_one_byte() {
         let mut c = Capture::new(1);
         c.push(b"ab");
-        assert_eq!((c.omitted(), c.head.len(), c.tail.len()), (1, 1, 0));
+        assert_eq!(
+            (c.omitted(), c.kept.head().len(), c.kept.tail().len()),
+            (1, 1, 0)
+        );
     }
 }

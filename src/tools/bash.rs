@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::capture::HeadTail;
 use crate::error::ToolError;
 use crate::tool::{Env, Tool};
 use crate::tools::lossy_text;
@@ -171,11 +172,7 @@ fn readable(reader: &impl AsRawFd, wait: Duration) -> std::io::Result<bool> {
 /// bytes, a ring of its last `cap` bytes, and the count of all.
 struct Capture {
     cap: Option<usize>,
-    head: Vec<u8>,
-    ring: Vec<u8>,
-    /// Where the ring's oldest byte is once it is full (0 while filling).
-    ring_start: usize,
-    total: usize,
+    kept: HeadTail,
 }
 
 enum Captured {
@@ -186,46 +183,21 @@ enum Captured {
 
 impl Capture {
     fn new(cap: Option<usize>) -> Self {
-        Capture {
-            cap,
-            head: Vec::new(),
-            ring: Vec::new(),
-            ring_start: 0,
-            total: 0,
-        }
+        let kept = match cap {
+            Some(cap) => HeadTail::new(cap, cap),
+            None => HeadTail::unbounded(),
+        };
+        Capture { cap, kept }
     }
 
-    fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len();
-        let Some(cap) = self.cap else {
-            self.head.extend_from_slice(data);
-            return;
-        };
-        let to_head = cap.saturating_sub(self.head.len()).min(data.len());
-        self.head.extend_from_slice(&data[..to_head]);
-        data = &data[to_head..];
-        if data.len() >= cap {
-            self.ring.clear();
-            self.ring.extend_from_slice(&data[data.len() - cap..]);
-            self.ring_start = 0;
-            return;
-        }
-        let to_fill = (cap - self.ring.len()).min(data.len());
-        self.ring.extend_from_slice(&data[..to_fill]);
-        data = &data[to_fill..];
-        while !data.is_empty() {
-            let n = (cap - self.ring_start).min(data.len());
-            self.ring[self.ring_start..self.ring_start + n].copy_from_slice(&data[..n]);
-            self.ring_start = (self.ring_start + n) % cap;
-            data = &data[n..];
-        }
+    fn push(&mut self, data: &[u8]) {
+        self.kept.push(data);
     }
 
     /// The output without its one trailing newline (as `$(...)` would).
-    fn finish(mut self) -> Captured {
-        self.ring.rotate_left(self.ring_start);
-        let (mut head, mut tail) = (self.head, self.ring);
-        let mut total = self.total;
+    fn finish(self) -> Captured {
+        let mut total = self.kept.total() as usize;
+        let (mut head, mut tail) = self.kept.into_parts();
         let last = if tail.is_empty() {
             &mut head
         } else {
