@@ -17,14 +17,9 @@ use serde_json::{json, Value};
 
 use crate::args;
 use crate::error::ToolError;
+use crate::protocol::Protocol;
 use crate::tool::{Env, Family, Tool};
 use crate::truncate;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    Ikigai,
-    Shellclaw,
-}
 
 pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
     let first = argv.first().map(|a| a.to_string_lossy().into_owned());

@@ -143,7 +143,7 @@ impl Proc {
         cmd.args(args)
             // Tells our tools to fit their answers into the cap (see
             // `truncate`), so a long output still arrives as valid JSON.
-            .env(crate::tool::MAX_OUTPUT_VAR, out_cap.to_string())
+            .env(crate::env::MAX_OUTPUT_VAR, out_cap.to_string())
             .process_group(0)
             .stdin(if input.is_some() {
                 Stdio::piped()

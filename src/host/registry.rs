@@ -8,31 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-/// How a tool takes its arguments (spec README, decision 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// Answered `--schema`; arguments as JSON on stdin.
-    Ikigai,
-    /// Answered only `--describe`; arguments as JSON in `$1`, stdin `/dev/null`.
-    Shellclaw,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Ikigai => "ikigai",
-            Protocol::Shellclaw => "shellclaw",
-        }
-    }
-
-    /// The flag that prints this protocol's schema.
-    pub fn schema_flag(self) -> &'static str {
-        match self {
-            Protocol::Ikigai => "--schema",
-            Protocol::Shellclaw => "--describe",
-        }
-    }
-}
+pub use crate::protocol::Protocol;
 
 /// Which directory a tool came from (spec README, decision 11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

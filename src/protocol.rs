@@ -1,0 +1,30 @@
+//! The two ways a tool is called, named once for both sides: the tool's
+//! runner, which finds out from its command line which one its caller
+//! speaks, and the host, which remembers from discovery which one a tool
+//! answered. See docs/protocols.md.
+
+/// How a tool takes its arguments (spec README, decision 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Answered `--schema`; arguments as JSON on stdin.
+    Ikigai,
+    /// Answered only `--describe`; arguments as JSON in `$1`, stdin `/dev/null`.
+    Shellclaw,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Ikigai => "ikigai",
+            Protocol::Shellclaw => "shellclaw",
+        }
+    }
+
+    /// The flag that prints this protocol's schema.
+    pub fn schema_flag(self) -> &'static str {
+        match self {
+            Protocol::Ikigai => "--schema",
+            Protocol::Shellclaw => "--describe",
+        }
+    }
+}
