@@ -11,6 +11,7 @@ mod env;
 mod error;
 mod exit;
 mod host;
+mod out;
 mod protocol;
 mod runner;
 mod tool;
@@ -32,16 +33,16 @@ fn main() -> ExitCode {
         },
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
-            runner::print_out(names.join("\n").as_bytes(), true);
+            out::print_out(names.join("\n").as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Help => {
-            runner::print_out(help().as_bytes(), false);
+            out::print_out(help().as_bytes(), false);
             ExitCode::SUCCESS
         }
         Personality::Version => {
             let version = format!("ikigai-tools {}", env!("CARGO_PKG_VERSION"));
-            runner::print_out(version.as_bytes(), true);
+            out::print_out(version.as_bytes(), true);
             ExitCode::SUCCESS
         }
         Personality::Unknown(name) => {

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use crate::args;
 use crate::error::ToolError;
+use crate::out::print_out;
 use crate::protocol::Protocol;
 use crate::tool::{Env, Family, Tool};
 use crate::truncate;
@@ -143,17 +144,6 @@ impl<W: Write> Write for Chunks<W> {
         self.0.clear();
         self.1.flush()
     }
-}
-
-/// Writes to stdout; a reader that went away (EPIPE) is not our failure.
-/// (println! would panic there.)
-pub fn print_out(bytes: &[u8], newline: bool) {
-    let mut out = io::stdout().lock();
-    let _ = out.write_all(bytes);
-    if newline {
-        let _ = out.write_all(b"\n");
-    }
-    let _ = out.flush();
 }
 
 fn os_bytes(arg: &OsString) -> Vec<u8> {

@@ -225,9 +225,7 @@ impl Ui for TermUi {
 /// Writes to stdout at once. A reader that went away (`ikigai -p ... | head`)
 /// is not worth a panic; the conversation and its log go on.
 pub fn say(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    crate::out::print_out(text.as_bytes(), false);
 }
 
 /// A message or a command from the person, to completion.

@@ -38,6 +38,8 @@ pub mod text;
 use cli::{CallCommand, Ikigai, Subcommand, ToolsCommand};
 use settings::Settings;
 
+use crate::out::say;
+
 use crate::exit;
 
 /// What the host leaves to its caller once the command line is read.
@@ -188,11 +190,4 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
 
 fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
-}
-
-/// Prints one block and a newline; a reader that went away is not an error.
-fn say(text: &str) {
-    let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{text}");
-    let _ = out.flush();
 }
