@@ -70,7 +70,7 @@ pub fn main(args: Vec<OsString>) -> Start {
         Err(exit) => {
             return Start::Done(match exit.status {
                 Ok(()) => {
-                    print!("{}", exit.output);
+                    crate::out::print_out(exit.output.as_bytes(), false);
                     ExitCode::SUCCESS
                 }
                 Err(()) => usage_error(exit.output.trim_end()),

@@ -34,6 +34,7 @@ impl Pty {
         assert_eq!(rc, 0, "openpty");
         // SAFETY: both are fresh descriptors owned by nobody else.
         let slave = unsafe { OwnedFd::from_raw_fd(slave) };
+        // SAFETY: as above.
         let master = unsafe { std::fs::File::from_raw_fd(master) };
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))

@@ -376,6 +376,7 @@ pub mod unprivileged {
     const NOBODY: u32 = 65534;
 
     pub fn call(dir: &Path, tool: &str, args: Value) -> Value {
+        // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         let mut cmd = if root {
             // nobody must reach the binary and the tree: copy the binary

@@ -248,6 +248,7 @@ fn symlinks_are_skipped_and_never_followed() {
 fn fifos_and_directories_are_skipped() {
     let dir = tree(&[("a.txt", b"x\n"), ("d/x", b"x\n")]);
     let fifo = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path that outlives the call.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
     // Opening the FIFO would block for ever: the answer proves it was not.
     assert_eq!(matches(dir.path(), "x"), ["./a.txt:1: x"]);
