@@ -42,7 +42,9 @@ fn ikigai(home: &Path) -> Run {
     let libexec = home.join("libexec");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::create_dir_all(&libexec).unwrap();
+    // Retries wait a millisecond, not half a second, unless a test says.
     r.env("HOME", home)
+        .env("IKIGAI_RETRY_BASE_MS", "1")
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("IKIGAI_TOOLS_DIR", tools)
@@ -134,8 +136,8 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
             vec![
                 text("First."),
                 Reply::Status(
-                    503,
-                    r#"{"error": {"message": "The engine is overloaded"}}"#.into(),
+                    400,
+                    r#"{"error": {"message": "The request is not valid"}}"#.into(),
                 ),
                 text("Back again."),
             ],
@@ -149,7 +151,7 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
             "a failed message makes the exit code 1: {out:?}"
         );
         assert!(
-            out.stderr.contains("HTTP 503: The engine is overloaded"),
+            out.stderr.contains("HTTP 400: The request is not valid"),
             "{api:?} {}",
             out.stderr
         );
