@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
+mod robustness;
 mod terminal;
 mod tools;
 
-const APIS: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Google];
+const APIS: [Api; 4] = [Api::OpenAi, Api::Responses, Api::Anthropic, Api::Google];
 
 /// `ikigai` in a clean world: HOME, XDG dirs and tool dirs under `home`,
 /// no inherited keys, providers or proxies.
@@ -24,6 +25,8 @@ fn ikigai(home: &Path) -> Run {
         "GEMINI_API_KEY",
         "OPENAI_BASE_URL",
         "ANTHROPIC_BASE_URL",
+        "IKIGAI_MAX_OUTPUT_TOKENS",
+        "IKIGAI_RETRY_BASE_MS",
         "IKIGAI_GOOGLE_AI_URL",
         "IKIGAI_PROVIDER",
         "IKIGAI_MODEL",
@@ -74,6 +77,7 @@ fn no_problems(server: &ModelServer, out: &Output) {
 fn user_texts(api: Api, body: &Value) -> Vec<String> {
     let (list, role) = match api {
         Api::Google => (&body["contents"], "user"),
+        Api::Responses => (&body["input"], "user"),
         _ => (&body["messages"], "user"),
     };
     let mut out = Vec::new();
@@ -402,6 +406,14 @@ fn envelopes(api: Api, body: &Value) -> Vec<(String, Value)> {
                 if m["role"] == "tool" {
                     let envelope = serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
                     out.push((m["tool_call_id"].as_str().unwrap().to_string(), envelope));
+                }
+            }
+        }
+        Api::Responses => {
+            for item in body["input"].as_array().unwrap() {
+                if item["type"] == "function_call_output" {
+                    let envelope = serde_json::from_str(item["output"].as_str().unwrap()).unwrap();
+                    out.push((item["call_id"].as_str().unwrap().to_string(), envelope));
                 }
             }
         }
