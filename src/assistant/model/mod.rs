@@ -222,6 +222,51 @@ pub fn stream_cancellable(
     }
 }
 
+/// Joins the halves of a UTF-16 surrogate pair that a stream split between
+/// two pieces of text. `http::event_json` keeps such a half as its escape
+/// text (`\uD83D`); a piece that ends with a high half is held back until
+/// the next piece shows whether it starts with the low half, and the two
+/// become the one character they encode. Escape text anywhere else is left
+/// as the model wrote it.
+#[derive(Default)]
+pub struct SplitPairs {
+    held: String,
+}
+
+impl SplitPairs {
+    /// The text of `piece` that can be shown now.
+    pub fn piece(&mut self, piece: &str) -> String {
+        let mut text = std::mem::take(&mut self.held);
+        let mut rest = piece;
+        if let (Some(high), Some(low)) = (escaped_unit(&text), escaped_unit(rest)) {
+            if (0xD800..0xDC00).contains(&high) && (0xDC00..0xE000).contains(&low) {
+                let code = 0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                text = char::from_u32(code).map(String::from).unwrap_or_default();
+                rest = &rest[6..];
+            }
+        }
+        text.push_str(rest);
+        let tail = text.len().saturating_sub(6);
+        if text.is_char_boundary(tail)
+            && escaped_unit(&text[tail..]).is_some_and(|u| (0xD800..0xDC00).contains(&u))
+        {
+            self.held = text.split_off(tail);
+        }
+        text
+    }
+
+    /// Whatever is still held, at the end of the reply.
+    pub fn rest(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
+}
+
+/// The UTF-16 unit of a `\uXXXX` escape text at the start of `text`.
+fn escaped_unit(text: &str) -> Option<u16> {
+    let hex = text.strip_prefix("\\u")?.get(..4)?;
+    u16::from_str_radix(hex, 16).ok()
+}
+
 /// Parses tool-call arguments that arrive as a JSON string (OpenAI):
 /// empty means no arguments; text that is not JSON is kept as a string so
 /// the conversation can name the problem to the model (`arguments_problem`).
@@ -293,6 +338,19 @@ mod tests {
             arguments_problem(&json!("[1]")).unwrap(),
             "expected a JSON object, got an array"
         );
+    }
+
+    #[test]
+    fn a_pair_split_between_pieces_is_joined_and_nothing_else_changes() {
+        let mut p = SplitPairs::default();
+        assert_eq!(p.piece("smile \\uD83D"), "smile ");
+        assert_eq!(p.piece("\\uDE00!"), "\u{1F600}!");
+        assert_eq!(p.piece("a \\uD83D\\uDE00 b"), "a \\uD83D\\uDE00 b");
+        assert_eq!(p.piece("held \\uD83D"), "held ");
+        assert_eq!(p.piece(" not a pair"), "\\uD83D not a pair");
+        assert_eq!(p.piece("end \\uDBFF"), "end ");
+        assert_eq!(p.rest(), "\\uDBFF");
+        assert_eq!(p.piece("é\\u"), "é\\u");
     }
 
     #[test]

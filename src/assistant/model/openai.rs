@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, event_json, Part};
 use super::{
-    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, Stop, ToolCall,
-    ToolFormat, Usage,
+    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, SplitPairs,
+    Stop, ToolCall, ToolFormat, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -185,6 +185,7 @@ struct PartialCall {
 #[derive(Default)]
 struct Assembler {
     text: String,
+    pairs: SplitPairs,
     refusal: String,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
@@ -211,10 +212,8 @@ impl Assembler {
         };
         let delta = &choice["delta"];
         if let Some(text) = delta["content"].as_str() {
-            if !text.is_empty() {
-                self.text.push_str(text);
-                on_text(text);
-            }
+            let shown = self.pairs.piece(text);
+            self.show(&shown, on_text);
         }
         if let Some(refusal) = delta["refusal"].as_str() {
             self.refusal.push_str(refusal);
@@ -224,8 +223,17 @@ impl Assembler {
         }
         if let Some(reason) = choice["finish_reason"].as_str() {
             self.finish_reason = Some(reason.to_string());
+            let held = self.pairs.rest();
+            self.show(&held, on_text);
         }
         Ok(())
+    }
+
+    fn show(&mut self, text: &str, on_text: &mut dyn FnMut(&str)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            on_text(text);
+        }
     }
 
     /// Adds one streamed piece of a tool call. Pieces carry the call's
@@ -469,6 +477,23 @@ mod tests {
             reply.tool_calls[0].arguments,
             json!({"content": "smile \u{1F600}"})
         );
+    }
+
+    #[test]
+    fn a_surrogate_pair_split_across_text_chunks_is_one_character() {
+        let mut a = Assembler::default();
+        let mut shown = String::new();
+        let chunks = [
+            r#"{"choices":[{"delta":{"content":"Done \uD83D"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\uDE00"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+        ];
+        for c in chunks {
+            a.feed(&event_json("openai", c).unwrap(), &mut |t| shown += t)
+                .unwrap();
+        }
+        assert_eq!(shown, "Done \u{1F600}");
+        assert_eq!(a.finish().unwrap().text, "Done \u{1F600}");
     }
 
     #[test]

@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 use super::http::{self, event_json, Part};
 use super::openai::arguments_text;
 use super::{
-    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, Stop, ToolCall,
-    ToolFormat, Usage,
+    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, SplitPairs,
+    Stop, ToolCall, ToolFormat, Usage,
 };
 
 pub struct Responses {
@@ -157,6 +157,7 @@ fn replayable(mut item: Value) -> Value {
 struct Assembler {
     /// The text streamed so far.
     text: String,
+    pairs: SplitPairs,
     refusal: String,
     /// The final response object, once the stream has delivered it.
     last: Option<Value>,
@@ -166,16 +167,18 @@ impl Assembler {
     fn feed(&mut self, event: &Value, on_text: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
         match event["type"].as_str().unwrap_or("") {
             "response.output_text.delta" => {
-                if let Some(text) = event["delta"].as_str().filter(|t| !t.is_empty()) {
-                    self.text.push_str(text);
-                    on_text(text);
-                }
+                let shown = self
+                    .pairs
+                    .piece(event["delta"].as_str().unwrap_or_default());
+                self.show(&shown, on_text);
             }
             "response.refusal.delta" => {
                 self.refusal
                     .push_str(event["delta"].as_str().unwrap_or_default());
             }
             "response.completed" | "response.incomplete" => {
+                let held = self.pairs.rest();
+                self.show(&held, on_text);
                 self.last = Some(event["response"].clone());
             }
             "response.failed" => {
@@ -187,6 +190,13 @@ impl Assembler {
             _ => {}
         }
         Ok(())
+    }
+
+    fn show(&mut self, text: &str, on_text: &mut dyn FnMut(&str)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            on_text(text);
+        }
     }
 
     fn finish(self, on_text: &mut dyn FnMut(&str)) -> Result<Reply, ModelError> {
