@@ -393,7 +393,7 @@ impl Conversation {
                     continue;
                 }
                 let arguments = match host.parameters(&call.name) {
-                    Some(params) if strict => {
+                    Some(params) if strict && strict::parameters(&params).is_some() => {
                         strict::without_optional_nulls(&params, &call.arguments)
                     }
                     _ => call.arguments.clone(),
