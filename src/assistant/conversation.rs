@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use super::model::{
     arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
-    ToolCall, ToolFormat, ToolResult,
+    ToolCall, ToolFormat, ToolResult, Usage,
 };
 use super::session::{Entry, Session};
 use crate::error::ErrorCode;
@@ -78,6 +78,8 @@ pub trait Ui {
     fn event(&mut self, event: &Value);
     fn notice(&mut self, text: &str);
     fn error(&mut self, text: &str);
+    /// The tokens one request cost, when the provider said.
+    fn usage(&mut self, _usage: &Usage) {}
 }
 
 /// How one message ended.
@@ -249,6 +251,9 @@ impl Conversation {
                     return self.failed(&*client, error, ui);
                 }
             };
+            if let Some(usage) = &reply.usage {
+                ui.usage(usage);
+            }
             let cut = reply.stop == Stop::Cut;
             match &reply.stop {
                 Stop::Refused(why) => return self.refused(&*client, why, ui),
@@ -786,6 +791,12 @@ mod tests {
         fn error(&mut self, text: &str) {
             self.0.push(format!("error {text}"));
         }
+        fn usage(&mut self, usage: &Usage) {
+            self.0.push(format!(
+                "usage {} in, {} out",
+                usage.input_tokens, usage.output_tokens
+            ));
+        }
     }
 
     fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
@@ -874,6 +885,10 @@ mod tests {
     fn a_cut_reply_runs_no_call_and_the_model_is_told_in_the_same_turn() {
         let model = Scripted::new(vec![
             Ok(Reply {
+                usage: Some(Usage {
+                    input_tokens: 3,
+                    output_tokens: 100,
+                }),
                 text: "Writing it".into(),
                 tool_calls: vec![call(
                     "a",
@@ -881,7 +896,6 @@ mod tests {
                     json!("{\"path\": \"x\", \"content\": \"ab"),
                 )],
                 stop: Stop::Cut,
-                usage: None,
             }),
             text("I will write it in parts."),
         ]);
@@ -893,6 +907,11 @@ mod tests {
             TurnEnd::Answered
         );
         assert!(h.calls.lock().unwrap().is_empty(), "a cut call ran");
+        assert!(
+            ui.0.contains(&"usage 3 in, 100 out".to_string()),
+            "{:?}",
+            ui.0
+        );
         assert!(
             ui.0.contains(&"notice [cut: the reply reached the output limit of 100 tokens; --max-output-tokens raises it]".to_string()),
             "{:?}",
