@@ -256,7 +256,9 @@ fn reason(status: u16) -> String {
         503 => "service unavailable".into(),
         408 => "request timed out".into(),
         409 => "conflict".into(),
-        s => format!("server error {s}"),
+        s @ 500..=599 => format!("server error {s}"),
+        // Any other status the provider said to retry (x-should-retry).
+        s => format!("HTTP {s}"),
     }
 }
 
@@ -547,6 +549,7 @@ mod tests {
         assert_eq!(seconds(Duration::from_millis(12_400)), "12 s");
         assert_eq!(reason(429), "rate limited");
         assert_eq!(reason(502), "server error 502");
+        assert_eq!(reason(400), "HTTP 400");
     }
 
     #[test]
