@@ -767,7 +767,11 @@ fn check(state: &State, r: &Recorded) -> Result<(), String> {
                     || format!("the arguments of {call_id} are not a JSON object: {arguments}"),
                 )?;
                 if let Some(enc) = state.reasoning.get(call_id) {
-                    let before = i.checked_sub(1).map(|k| &input[k]);
+                    // As in the reply: the reasoning, the text if any, the call.
+                    let text_between = i > 0 && input[i - 1]["role"] == "assistant";
+                    let before = i
+                        .checked_sub(if text_between { 2 } else { 1 })
+                        .map(|k| &input[k]);
                     expect(
                         before.is_some_and(|p| {
                             p["type"] == "reasoning" && p["encrypted_content"] == json!(enc)

@@ -92,11 +92,20 @@ pub fn request_body(model: &str, request: &Request, max_output_tokens: u64) -> V
         match message {
             Message::User { text } => input.push(json!({"role": "user", "content": text})),
             Message::Assistant { text, tool_calls } => {
+                // A reasoning item must be followed by the item it led to,
+                // as in the reply: the reasoning of the first call came
+                // before the text too (a model thinks, says what it will
+                // do, then calls).
+                if let Some(first) = tool_calls.first() {
+                    input.extend(reasoning_items(first));
+                }
                 if !text.is_empty() {
                     input.push(json!({"role": "assistant", "content": text}));
                 }
-                for c in tool_calls {
-                    input.extend(reasoning_items(c));
+                for (i, c) in tool_calls.iter().enumerate() {
+                    if i > 0 {
+                        input.extend(reasoning_items(c));
+                    }
                     input.push(json!({
                         "type": "function_call",
                         "call_id": c.id,
@@ -376,8 +385,8 @@ mod tests {
             kinds,
             [
                 "user",
-                "assistant",
                 "reasoning",
+                "assistant",
                 "function_call",
                 "function_call_output"
             ]
