@@ -149,17 +149,18 @@ fn reasoning_items(call: &ToolCall) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// A reasoning item as it goes back: with `store: false` the item's id
-/// names nothing on OpenAI's side, so an item that carries its encrypted
-/// content goes without it.
-fn replayable(mut item: Value) -> Value {
-    if item["encrypted_content"].is_string() {
-        if let Some(map) = item.as_object_mut() {
-            map.remove("id");
-            map.remove("status");
-        }
-    }
-    item
+/// A reasoning item as it goes back, or None when it cannot. With
+/// `store: false` an item's id names nothing on OpenAI's side and is
+/// refused ("Item with id 'rs_...' not found"), so the item goes without
+/// it, carried by its encrypted content; an item without that content (a
+/// server that ignored `include`) would be only a dangling id, and is left
+/// out.
+fn replayable(mut item: Value) -> Option<Value> {
+    item["encrypted_content"].as_str()?;
+    let map = item.as_object_mut()?;
+    map.remove("id");
+    map.remove("status");
+    Some(item)
 }
 
 #[derive(Default)]
@@ -221,7 +222,7 @@ impl Assembler {
         let mut reasoning = Vec::new();
         for item in response["output"].as_array().into_iter().flatten() {
             match item["type"].as_str().unwrap_or("") {
-                "reasoning" => reasoning.push(replayable(item.clone())),
+                "reasoning" => reasoning.extend(replayable(item.clone())),
                 "message" => {
                     for content in item["content"].as_array().into_iter().flatten() {
                         match content["type"].as_str() {
@@ -396,6 +397,21 @@ mod tests {
         assert_eq!(input[4]["call_id"], "call_1");
         assert_eq!(input[4]["output"], "{\"tool_success\":true,\"result\":{}}");
         assert_eq!(body["tools"][0]["name"], "bash");
+    }
+
+    #[test]
+    fn reasoning_without_its_encrypted_content_is_not_replayed() {
+        assert_eq!(
+            replayable(json!({"type": "reasoning", "id": "rs_1", "summary": []})),
+            None
+        );
+        assert_eq!(
+            replayable(
+                json!({"type": "reasoning", "id": "rs_1", "status": "completed",
+                "summary": [], "encrypted_content": "e"})
+            ),
+            Some(json!({"type": "reasoning", "summary": [], "encrypted_content": "e"}))
+        );
     }
 
     #[test]
