@@ -49,6 +49,42 @@ fn every_retryable_status_and_a_dropped_connection_is_answered_after_a_retry() {
 }
 
 #[test]
+fn a_stream_that_breaks_off_is_retried_only_while_nothing_was_shown() {
+    for api in APIS {
+        let home = tempfile::tempdir().unwrap();
+        let server = ModelServer::start(
+            api,
+            vec![
+                Reply::BreakOff(String::new()),
+                text("Whole."),
+                Reply::BreakOff("Half of it".into()),
+                text("never"),
+            ],
+        );
+        let out = against(&server, home.path()).stdin("one\ntwo\n").output();
+        assert!(
+            server.problems().is_empty(),
+            "{api:?}: {:?}",
+            server.problems()
+        );
+        assert_eq!(out.code, 1, "{api:?} {out:?}");
+        assert!(
+            out.stderr.contains("the reply broke off, retrying in"),
+            "{api:?}: {}",
+            out.stderr
+        );
+        // The second break came after text was shown: not retried.
+        assert_eq!(out.stdout, "Whole.\nHalf \n", "{api:?}");
+        assert!(
+            out.stderr.contains("error: ") && out.stderr.contains("the reply broke off"),
+            "{api:?}: {}",
+            out.stderr
+        );
+        assert_eq!(server.requests().len(), 3, "{api:?}");
+    }
+}
+
+#[test]
 fn the_wait_the_provider_asks_for_is_honoured_and_shown() {
     for (header, value, shown, least) in [
         (

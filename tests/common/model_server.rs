@@ -64,6 +64,9 @@ pub enum Reply {
     StatusWith(u16, Vec<(&'static str, String)>, String),
     /// The connection closes without an answer.
     Drop,
+    /// A stream that breaks off: its events up to the first with this text
+    /// (none at all when it is empty), then the connection closes.
+    BreakOff(String),
 }
 
 pub fn text(t: &str) -> Reply {
@@ -260,7 +263,9 @@ fn serve(
     };
     state.next += 1;
     let events = match &reply {
-        Reply::Text(t) | Reply::Hang(t) => events(&mut state, t, &texts(&[]), &End::Normal),
+        Reply::Text(t) | Reply::Hang(t) | Reply::BreakOff(t) => {
+            events(&mut state, t, &texts(&[]), &End::Normal)
+        }
         Reply::Calls(t, list) => events(&mut state, t, &texts(list), &End::Normal),
         Reply::Cut(t, list) => {
             let mut list = texts(list);
@@ -297,6 +302,15 @@ fn serve(
             stream.flush()
         }
         Reply::Drop => stream.shutdown(std::net::Shutdown::Both),
+        Reply::BreakOff(text) => {
+            let first = halves(&text).0;
+            let upto = events
+                .iter()
+                .position(|e| !first.is_empty() && e.contains(&first))
+                .map_or(0, |i| i + 1);
+            stream_events(&mut stream, &events[..upto])?;
+            stream.shutdown(std::net::Shutdown::Both)
+        }
         Reply::Whole(..) => {
             let body = whole.to_string();
             write!(

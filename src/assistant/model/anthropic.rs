@@ -63,23 +63,25 @@ impl ModelClient for Anthropic {
             ("x-api-key", self.key.as_str()),
             ("anthropic-version", API_VERSION),
         ];
-        let mut reply = Assembler::default();
-        http::post(
-            &url,
-            &headers,
-            &request_body(&self.model, request, self.max_output_tokens),
-            &mut |part| match part {
-                Part::Event(event) => {
-                    reply.feed(&event_json("anthropic", &event.data)?, on_text)?;
-                    Ok(!reply.stopped)
-                }
-                Part::Whole(message) => {
-                    reply.whole(&message, on_text)?;
-                    Ok(false)
-                }
-            },
-        )?;
-        reply.finish()
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &url,
+                &headers,
+                &request_body(&self.model, request, self.max_output_tokens),
+                &mut |part| match part {
+                    Part::Event(event) => {
+                        reply.feed(&event_json("anthropic", &event.data)?, on_text)?;
+                        Ok(!reply.stopped)
+                    }
+                    Part::Whole(message) => {
+                        reply.whole(&message, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
     }
 }
 
@@ -287,7 +289,7 @@ impl Assembler {
 
     fn finish(self) -> Result<Reply, ModelError> {
         if !self.stopped {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the Anthropic stream ended before message_stop".into(),
             ));
         }
@@ -433,7 +435,7 @@ mod tests {
         );
         assert!(matches!(
             Assembler::default().finish(),
-            Err(ModelError::Malformed(_))
+            Err(ModelError::Broken(_))
         ));
     }
 

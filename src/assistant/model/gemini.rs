@@ -72,31 +72,33 @@ impl ModelClient for Gemini {
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ModelError> {
         let headers = [("x-goog-api-key", self.key.as_str())];
-        let mut reply = Assembler::default();
-        http::post(
-            &self.url(),
-            &headers,
-            &request_body(request, self.max_output_tokens),
-            &mut |part| match part {
-                Part::Event(event) => {
-                    reply.feed(&event_json("google", &event.data)?, on_text)?;
-                    Ok(true)
-                }
-                // Without `alt=sse` Gemini answers a JSON array of the same
-                // chunks; a proxy may answer one.
-                Part::Whole(Value::Array(chunks)) => {
-                    for chunk in &chunks {
-                        reply.feed(chunk, on_text)?;
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &self.url(),
+                &headers,
+                &request_body(request, self.max_output_tokens),
+                &mut |part| match part {
+                    Part::Event(event) => {
+                        reply.feed(&event_json("google", &event.data)?, on_text)?;
+                        Ok(true)
                     }
-                    Ok(false)
-                }
-                Part::Whole(chunk) => {
-                    reply.feed(&chunk, on_text)?;
-                    Ok(false)
-                }
-            },
-        )?;
-        reply.finish()
+                    // Without `alt=sse` Gemini answers a JSON array of the same
+                    // chunks; a proxy may answer one.
+                    Part::Whole(Value::Array(chunks)) => {
+                        for chunk in &chunks {
+                            reply.feed(chunk, on_text)?;
+                        }
+                        Ok(false)
+                    }
+                    Part::Whole(chunk) => {
+                        reply.feed(&chunk, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
     }
 }
 
@@ -258,7 +260,7 @@ impl Assembler {
 
     fn finish(mut self) -> Result<Reply, ModelError> {
         let Some(reason) = self.finish_reason else {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the Gemini stream ended before a finishReason".into(),
             ));
         };
@@ -392,7 +394,7 @@ mod tests {
         assert!(matches!(e, Err(ModelError::Reported(_))));
         assert!(matches!(
             Assembler::default().finish(),
-            Err(ModelError::Malformed(_))
+            Err(ModelError::Broken(_))
         ));
     }
 

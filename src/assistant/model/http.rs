@@ -9,10 +9,12 @@
 //! 2 s, 4 s (each shortened by up to a quarter at random, so many clients
 //! do not come back at once), or what the reply's `retry-after-ms` or
 //! `retry-after` asks, up to 60 s. A reply that says `x-should-retry:
-//! false` is not retried; `true` is retried whatever its status. A reply
-//! that has begun to stream is never retried: its text may already be on
-//! the screen. Each wait is reported through the notice callback of the
-//! request's thread, and setting its stop flag ends the wait at once.
+//! false` is not retried; `true` is retried whatever its status. A stream
+//! that breaks off is retried the same way (`streamed`) as long as none of
+//! its text has reached the person; once some has, it is not, as a second
+//! answer would not match what is on the screen. Each wait is reported
+//! through the notice callback of the request's thread, and setting its
+//! stop flag ends the wait at once.
 //! `IKIGAI_RETRY_BASE_MS` replaces the first wait of 500 ms (tests make it
 //! small).
 
@@ -186,7 +188,7 @@ pub fn post(
         Stoppable(reader)
             .take(WHOLE_BODY_LIMIT)
             .read_to_end(&mut text)
-            .map_err(|e| ModelError::Network(format!("connection lost mid-reply: {e}")))?;
+            .map_err(|e| ModelError::Broken(format!("connection lost mid-reply: {e}")))?;
         if stopped() {
             return Err(ModelError::Cancelled);
         }
@@ -216,9 +218,50 @@ pub fn post(
         return Err(ModelError::Cancelled);
     }
     read.map_err(|e| match e {
-        sse::ReadError::Io(e) => ModelError::Network(format!("connection lost mid-reply: {e}")),
+        sse::ReadError::Io(e) => ModelError::Broken(format!("connection lost mid-reply: {e}")),
         sse::ReadError::TooBig(why) => ModelError::Malformed(why),
     })
+}
+
+/// Runs `attempt` (one request, its reply read to the end) and runs it
+/// again, as `post` retries, when its stream broke off before any of its
+/// text reached `on_text`.
+pub fn streamed<T>(
+    on_text: &mut dyn FnMut(&str),
+    attempt: impl FnMut(&mut dyn FnMut(&str)) -> Result<T, ModelError>,
+) -> Result<T, ModelError> {
+    retrying_broken(on_text, attempt, backoff)
+}
+
+/// `streamed`, waiting `wait(n)` before retry n.
+fn retrying_broken<T>(
+    on_text: &mut dyn FnMut(&str),
+    mut attempt: impl FnMut(&mut dyn FnMut(&str)) -> Result<T, ModelError>,
+    wait: fn(u32) -> Duration,
+) -> Result<T, ModelError> {
+    let mut retries = 0;
+    loop {
+        let mut shown = false;
+        let result = attempt(&mut |text: &str| {
+            shown = true;
+            on_text(text);
+        });
+        match result {
+            Err(ModelError::Broken(why)) if !shown && !stopped() => {
+                if retries == MAX_RETRIES {
+                    return Err(gave_up(ModelError::Broken(why), retries));
+                }
+                retries += 1;
+                let wait = wait(retries);
+                notify(format!(
+                    "the reply broke off, retrying in {} ({retries}/{MAX_RETRIES})",
+                    seconds(wait)
+                ));
+                pause(wait)?;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// The last of a run of retried failures, saying how many retries it took.
@@ -230,6 +273,7 @@ fn gave_up(error: ModelError, retries: u32) -> ModelError {
             message: message + &after,
         },
         ModelError::Network(m) => ModelError::Network(m + &after),
+        ModelError::Broken(m) => ModelError::Broken(m + &after),
         other => other,
     }
 }
@@ -492,6 +536,56 @@ mod tests {
         });
         assert_eq!(result, Err(ModelError::Cancelled));
         assert!(seen < 1000, "{seen} events read after the stop");
+    }
+
+    #[test]
+    fn a_broken_stream_is_tried_again_only_while_nothing_was_shown() {
+        fn no_wait(_: u32) -> Duration {
+            Duration::ZERO
+        }
+        let mut attempts = 0;
+        let mut seen = String::new();
+        let result = retrying_broken(
+            &mut |t| seen += t,
+            |_| {
+                attempts += 1;
+                if attempts < 3 {
+                    Err(ModelError::Broken("lost".into()))
+                } else {
+                    Ok(attempts)
+                }
+            },
+            no_wait,
+        );
+        assert_eq!(result, Ok(3));
+
+        let mut attempts = 0;
+        let result: Result<(), _> = retrying_broken(
+            &mut |t| seen += t,
+            |on_text| {
+                attempts += 1;
+                on_text("Half");
+                Err(ModelError::Broken("lost".into()))
+            },
+            no_wait,
+        );
+        assert_eq!(result, Err(ModelError::Broken("lost".into())));
+        assert_eq!((attempts, seen.as_str()), (1, "Half"));
+
+        let mut attempts = 0;
+        let result: Result<(), _> = retrying_broken(
+            &mut |_| {},
+            |_| {
+                attempts += 1;
+                Err(ModelError::Broken("lost".into()))
+            },
+            no_wait,
+        );
+        assert_eq!(
+            result,
+            Err(ModelError::Broken("lost (gave up after 4 retries)".into()))
+        );
+        assert_eq!(attempts, 5);
     }
 
     #[test]

@@ -131,6 +131,9 @@ pub enum ModelError {
     Network(String),
     /// An answer we cannot read.
     Malformed(String),
+    /// The reply's stream broke off before it was complete: the connection
+    /// was lost, or closed before the provider's closing event.
+    Broken(String),
     /// An error the provider reported inside a stream it had started.
     Reported(String),
     /// The person pressed Ctrl-C.
@@ -146,6 +149,7 @@ impl std::fmt::Display for ModelError {
             ModelError::Http { status, message } => write!(f, "HTTP {status}: {message}"),
             ModelError::Network(m) => write!(f, "network error: {m}"),
             ModelError::Malformed(m) => write!(f, "unreadable reply: {m}"),
+            ModelError::Broken(m) => write!(f, "the reply broke off: {m}"),
             ModelError::Reported(m) => write!(f, "error in the reply: {m}"),
             ModelError::Cancelled => write!(f, "cancelled"),
             ModelError::Empty => write!(f, "the model returned an empty reply"),

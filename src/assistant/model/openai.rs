@@ -61,27 +61,29 @@ impl ModelClient for OpenAi {
         let headers: Vec<(&str, &str)> =
             auth.iter().map(|a| ("authorization", a.as_str())).collect();
         let limit = Limit::for_base_url(&self.base_url, self.max_output_tokens);
-        let mut reply = Assembler::default();
-        http::post(
-            &url,
-            &headers,
-            &request_body(&self.model, request, limit),
-            &mut |part| match part {
-                Part::Event(event) if event.data.trim() == "[DONE]" => {
-                    reply.done = true;
-                    Ok(false)
-                }
-                Part::Event(event) => {
-                    reply.feed(&event_json("openai", &event.data)?, on_text)?;
-                    Ok(true)
-                }
-                Part::Whole(completion) => {
-                    reply.whole(&completion, on_text)?;
-                    Ok(false)
-                }
-            },
-        )?;
-        reply.finish()
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &url,
+                &headers,
+                &request_body(&self.model, request, limit),
+                &mut |part| match part {
+                    Part::Event(event) if event.data.trim() == "[DONE]" => {
+                        reply.done = true;
+                        Ok(false)
+                    }
+                    Part::Event(event) => {
+                        reply.feed(&event_json("openai", &event.data)?, on_text)?;
+                        Ok(true)
+                    }
+                    Part::Whole(completion) => {
+                        reply.whole(&completion, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
     }
 }
 
@@ -313,7 +315,7 @@ impl Assembler {
 
     fn finish(self) -> Result<Reply, ModelError> {
         if self.finish_reason.is_none() && !self.done {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the OpenAI stream ended before the reply was complete (no finish_reason, no [DONE])"
                     .into(),
             ));
@@ -530,7 +532,7 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        assert!(matches!(a.finish(), Err(ModelError::Malformed(_))));
+        assert!(matches!(a.finish(), Err(ModelError::Broken(_))));
     }
 
     #[test]

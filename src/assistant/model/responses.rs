@@ -62,26 +62,28 @@ impl ModelClient for Responses {
         let auth = self.key.as_ref().map(|k| format!("Bearer {k}"));
         let headers: Vec<(&str, &str)> =
             auth.iter().map(|a| ("authorization", a.as_str())).collect();
-        let mut reply = Assembler::default();
-        http::post(
-            &url,
-            &headers,
-            &request_body(&self.model, request, self.max_output_tokens),
-            &mut |part| match part {
-                Part::Event(event) => {
-                    reply.feed(&event_json("openai-responses", &event.data)?, on_text)?;
-                    Ok(reply.last.is_none())
-                }
-                Part::Whole(response) => {
-                    if !response["error"].is_null() && response.get("output").is_none() {
-                        return Err(ModelError::Reported(error_text(&response["error"])));
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &url,
+                &headers,
+                &request_body(&self.model, request, self.max_output_tokens),
+                &mut |part| match part {
+                    Part::Event(event) => {
+                        reply.feed(&event_json("openai-responses", &event.data)?, on_text)?;
+                        Ok(reply.last.is_none())
                     }
-                    reply.last = Some(response);
-                    Ok(false)
-                }
-            },
-        )?;
-        reply.finish(on_text)
+                    Part::Whole(response) => {
+                        if !response["error"].is_null() && response.get("output").is_none() {
+                            return Err(ModelError::Reported(error_text(&response["error"])));
+                        }
+                        reply.last = Some(response);
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish(on_text)
+        })
     }
 }
 
@@ -211,7 +213,7 @@ impl Assembler {
 
     fn finish(self, on_text: &mut dyn FnMut(&str)) -> Result<Reply, ModelError> {
         let Some(response) = self.last else {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the Responses stream ended before response.completed".into(),
             ));
         };
@@ -440,7 +442,7 @@ mod tests {
         );
 
         let (reply, _) = run(&[json!({"type": "response.output_text.delta", "delta": "half"})]);
-        assert!(matches!(reply, Err(ModelError::Malformed(_))));
+        assert!(matches!(reply, Err(ModelError::Broken(_))));
     }
 
     #[test]
