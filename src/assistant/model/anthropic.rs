@@ -234,7 +234,15 @@ impl Assembler {
                     (Some(t), Some(m)) => format!("{m} ({t})"),
                     _ => e.to_string(),
                 };
-                return Err(ModelError::Reported(message));
+                // Overload and server trouble can arrive inside a stream
+                // that began well: the stream broke off, and may be tried
+                // again if nothing was shown yet.
+                return Err(match e["type"].as_str() {
+                    Some("overloaded_error" | "api_error" | "rate_limit_error") => {
+                        ModelError::Broken(message)
+                    }
+                    _ => ModelError::Reported(message),
+                });
             }
             _ => {}
         }
@@ -431,7 +439,15 @@ mod tests {
         );
         assert_eq!(
             e,
-            Err(ModelError::Reported("Overloaded (overloaded_error)".into()))
+            Err(ModelError::Broken("Overloaded (overloaded_error)".into()))
+        );
+        let e = Assembler::default().feed(
+            &json!({"type":"error","error":{"type":"invalid_request_error","message":"bad"}}),
+            &mut |_| {},
+        );
+        assert_eq!(
+            e,
+            Err(ModelError::Reported("bad (invalid_request_error)".into()))
         );
         assert!(matches!(
             Assembler::default().finish(),
