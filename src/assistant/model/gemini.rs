@@ -123,7 +123,10 @@ pub fn request_body(request: &Request, max_output_tokens: u64) -> Value {
                         call["id"] = json!(c.id);
                     }
                     let mut part = json!({"functionCall": call});
-                    if let Some(signature) = &c.signature {
+                    // A session begun with the Responses API keeps reasoning
+                    // items there (a JSON array); Gemini's own signatures are
+                    // base64 and never start with `[`.
+                    if let Some(signature) = c.signature.as_ref().filter(|s| !s.starts_with('[')) {
                         part["thoughtSignature"] = json!(signature);
                     }
                     parts.push(part);
