@@ -6,9 +6,19 @@
 //! written to the session log as it happens. A provider error is shown and
 //! leaves the conversation as it was, so the next message goes on.
 //!
+//! Replies are taken as providers really send them: a reply cut at the
+//! output limit is shown as cut and none of its tool calls runs (each is
+//! answered that it was cut, so the model can send it again in the same
+//! turn); a refusal is shown as one and kept out of the history; a call
+//! whose arguments are not a JSON object is answered `INVALID_PARAMS`
+//! without running and goes back to the provider as `{}`; and under OpenAI
+//! strict mode, optional parameters the model set to `null` are dropped
+//! before the tool sees them.
+//!
 //! The loop reaches tools only through `ToolHost` and the person only
 //! through `Ui`, so it is tested with a fake host and a scripted model.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -16,11 +26,13 @@ use std::sync::{mpsc, Arc};
 use serde_json::{json, Value};
 
 use super::model::{
-    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
+    arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
+    ToolCall, ToolFormat, ToolResult, Usage,
 };
 use super::session::{Entry, Session};
 use crate::host::call::CallOutcome;
 use crate::host::envelope::{Envelope, Failure};
+use crate::host::format::strict;
 use crate::host::text::clip;
 
 /// The built-in part of the system prompt.
@@ -42,6 +54,10 @@ pub trait ToolHost: Sync {
     fn left_out(&self, _format: ToolFormat) -> Vec<String> {
         Vec::new()
     }
+    /// The `parameters` schema of tool `name`, as the tool declares it.
+    fn parameters(&self, _name: &str) -> Option<Value> {
+        None
+    }
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
@@ -61,6 +77,8 @@ pub trait Ui {
     fn event(&mut self, event: &Value);
     fn notice(&mut self, text: &str);
     fn error(&mut self, text: &str);
+    /// The tokens one request cost, when the provider said.
+    fn usage(&mut self, _usage: &Usage) {}
 }
 
 /// How one message ended.
@@ -200,20 +218,23 @@ impl Conversation {
                 tools: tools.clone(),
             };
             let mut partial = String::new();
+            let shared = RefCell::new(&mut *ui);
             let result = stream_cancellable(
                 &client,
                 request,
                 &mut |piece| {
                     partial.push_str(piece);
-                    ui.text(piece);
+                    shared.borrow_mut().text(piece);
+                },
+                &mut |notice| {
+                    let mut ui = shared.borrow_mut();
+                    ui.notice(notice);
+                    ui.waiting("thinking");
                 },
                 cancel,
             );
             ui.end_text();
             let reply = match result {
-                Ok(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
-                    return self.failed(&*client, ModelError::Empty, ui);
-                }
                 Ok(reply) => reply,
                 Err(error) => {
                     // What the person saw stays in the conversation.
@@ -229,17 +250,72 @@ impl Conversation {
                     return self.failed(&*client, error, ui);
                 }
             };
-            let calls = reply.tool_calls.clone();
+            if let Some(usage) = &reply.usage {
+                ui.usage(usage);
+            }
+            let cut = reply.stop == Stop::Cut;
+            match &reply.stop {
+                Stop::Refused(why) => return self.refused(&*client, why, ui),
+                Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+                    let error = ModelError::Reported(format!(
+                        "the reply reached the output limit{} before it said anything",
+                        limit_words(&*client)
+                    ));
+                    return self.failed(&*client, error, ui);
+                }
+                _ if reply.text.is_empty() && reply.tool_calls.is_empty() => {
+                    return self.failed(&*client, ModelError::Empty, ui);
+                }
+                Stop::Cut => {
+                    let text = format!(
+                        "[cut: the reply reached the output limit{}; --max-output-tokens raises it]",
+                        limit_words(&*client)
+                    );
+                    ui.notice(&text);
+                    self.log(Entry::Notice { text }, ui);
+                }
+                _ => {}
+            }
+            let Reply {
+                text, tool_calls, ..
+            } = reply;
+            // Each call's answer when it is not to run: a cut reply's calls,
+            // and calls whose arguments are not a JSON object.
+            let preset: Vec<Option<Envelope>> = tool_calls
+                .iter()
+                .map(|c| {
+                    if cut {
+                        Some(cut_envelope(c, &*client))
+                    } else {
+                        arguments_problem(&c.arguments)
+                            .map(|what| Envelope::invalid_params(&c.name, &what))
+                    }
+                })
+                .collect();
+            // The history holds what a provider accepts back: `{}` for
+            // arguments that were not an object.
+            let history: Vec<ToolCall> = tool_calls
+                .iter()
+                .map(|c| ToolCall {
+                    arguments: if c.arguments.is_object() {
+                        c.arguments.clone()
+                    } else {
+                        json!({})
+                    },
+                    ..c.clone()
+                })
+                .collect();
             self.push(
                 Message::Assistant {
-                    text: reply.text,
-                    tool_calls: reply.tool_calls,
+                    text,
+                    tool_calls: history,
                 },
                 ui,
             );
-            if calls.is_empty() {
+            if tool_calls.is_empty() {
                 return TurnEnd::Answered;
             }
+            let calls = tool_calls;
             if rounds == self.max_tool_rounds {
                 let limit = self.max_tool_rounds;
                 let results = calls
@@ -273,7 +349,11 @@ impl Conversation {
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::RoundLimit;
             }
-            let results = self.run_calls(&calls, host, ui, cancel);
+            let strict = matches!(
+                client.tool_format(),
+                ToolFormat::OpenAiChat | ToolFormat::OpenAiResponses
+            );
+            let results = self.run_calls(&calls, preset, strict, host, ui, cancel);
             self.messages.push(Message::Tool { results });
             if cancel.load(Ordering::SeqCst) {
                 let text = "Interrupted: the running tools were stopped.".to_string();
@@ -286,10 +366,15 @@ impl Conversation {
     }
 
     /// Runs `calls` at once, shows each outcome as it ends, logs each, and
-    /// returns the results in the order of the calls.
+    /// returns the results in the order of the calls. A call with a
+    /// `preset` envelope is not run: that envelope is its answer. Under
+    /// `strict` (OpenAI strict mode), a strict tool's optional parameters
+    /// that the model set to `null` are dropped first.
     fn run_calls(
         &mut self,
         calls: &[ToolCall],
+        preset: Vec<Option<Envelope>>,
+        strict: bool,
         host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
@@ -300,10 +385,20 @@ impl Conversation {
         let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
-            for (index, call) in calls.iter().enumerate() {
+            for ((index, call), preset) in calls.iter().enumerate().zip(preset) {
+                if let Some(envelope) = preset {
+                    let _ = tx.send((index, CallOutcome::new(envelope, vec![])));
+                    continue;
+                }
+                let arguments = match host.parameters(&call.name) {
+                    Some(params) if strict && strict::parameters(&params).is_some() => {
+                        strict::without_optional_nulls(&params, &call.arguments)
+                    }
+                    _ => call.arguments.clone(),
+                };
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let outcome = host.call(&call.name, &call.arguments, Some(cancel));
+                    let outcome = host.call(&call.name, &arguments, Some(cancel));
                     let _ = tx.send((index, outcome));
                 });
             }
@@ -352,6 +447,19 @@ impl Conversation {
                     .to_json(),
             })
             .collect()
+    }
+
+    /// A refusal or safety stop: shown as what it is, and kept out of the
+    /// history, as a refused reply must not be sent back to the provider.
+    fn refused(&mut self, client: &dyn ModelClient, why: &str, ui: &mut dyn Ui) -> TurnEnd {
+        let text = format!(
+            "{} ({}) refused to answer: {why}. The refused reply is left out of the conversation.",
+            client.provider(),
+            client.model()
+        );
+        ui.error(&text);
+        self.log(Entry::Notice { text }, ui);
+        TurnEnd::Failed
     }
 
     fn failed(&mut self, client: &dyn ModelClient, error: ModelError, ui: &mut dyn Ui) -> TurnEnd {
@@ -424,6 +532,28 @@ impl Conversation {
         }
         session.append(entry)
     }
+}
+
+/// " of N tokens" when the client knows its limit.
+fn limit_words(client: &dyn ModelClient) -> String {
+    client
+        .max_output_tokens()
+        .map(|n| format!(" of {n} tokens"))
+        .unwrap_or_default()
+}
+
+/// The answer to a tool call in a reply cut at the output limit: its
+/// arguments may stop mid-way, so it is not run, and the model is told.
+fn cut_envelope(call: &ToolCall, client: &dyn ModelClient) -> Envelope {
+    Envelope::invalid_params(
+        &call.name,
+        &format!(
+            "the call was not run: your reply reached the output limit{} while it was \
+             being written, so its arguments may be incomplete. Make the call again with \
+             less in it (write a long file in parts).",
+            limit_words(client)
+        ),
+    )
 }
 
 /// The system prompt: the built-in one, then every `*.md` in `context_dir`
@@ -519,13 +649,19 @@ mod tests {
     struct Scripted {
         replies: Mutex<VecDeque<Result<Reply, ModelError>>>,
         seen: Mutex<Vec<Request>>,
+        format: ToolFormat,
     }
 
     impl Scripted {
         fn new(replies: Vec<Result<Reply, ModelError>>) -> Arc<Scripted> {
+            Self::speaking(ToolFormat::Anthropic, replies)
+        }
+
+        fn speaking(format: ToolFormat, replies: Vec<Result<Reply, ModelError>>) -> Arc<Scripted> {
             Arc::new(Scripted {
                 replies: Mutex::new(replies.into()),
                 seen: Mutex::new(vec![]),
+                format,
             })
         }
     }
@@ -538,7 +674,10 @@ mod tests {
             "m1"
         }
         fn tool_format(&self) -> ToolFormat {
-            ToolFormat::Anthropic
+            self.format
+        }
+        fn max_output_tokens(&self) -> Option<u64> {
+            Some(100)
         }
         fn stream(
             &self,
@@ -569,6 +708,13 @@ mod tests {
     impl ToolHost for FakeHost {
         fn tools_array(&self, format: ToolFormat) -> Value {
             json!([{"format": format!("{format:?}")}])
+        }
+        fn parameters(&self, name: &str) -> Option<Value> {
+            (name == "echo").then(|| {
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"}, "limit": {"type": "integer"}},
+                    "required": ["path"]})
+            })
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
@@ -636,6 +782,12 @@ mod tests {
         fn error(&mut self, text: &str) {
             self.0.push(format!("error {text}"));
         }
+        fn usage(&mut self, usage: &Usage) {
+            self.0.push(format!(
+                "usage {} in, {} out",
+                usage.input_tokens, usage.output_tokens
+            ));
+        }
     }
 
     fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
@@ -651,14 +803,14 @@ mod tests {
     fn text(t: &str) -> Result<Reply, ModelError> {
         Ok(Reply {
             text: t.into(),
-            tool_calls: vec![],
+            ..Reply::default()
         })
     }
 
     fn calls(list: Vec<ToolCall>) -> Result<Reply, ModelError> {
         Ok(Reply {
-            text: String::new(),
             tool_calls: list,
+            ..Reply::default()
         })
     }
 
@@ -704,6 +856,167 @@ mod tests {
         assert_eq!(outcomes[0], "outcome slow ok, 7 bytes");
         assert_eq!(c.messages().len(), 6);
         assert_eq!(ui.0.last().unwrap(), "text done");
+    }
+
+    /// The envelopes of the last tool message `model` was sent.
+    fn last_results(model: &Scripted) -> Vec<ToolResult> {
+        let seen = model.seen.lock().unwrap();
+        let messages = &seen.last().unwrap().messages;
+        match messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Tool { .. }))
+        {
+            Some(Message::Tool { results }) => results.clone(),
+            _ => panic!("no tool results in {messages:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cut_reply_runs_no_call_and_the_model_is_told_in_the_same_turn() {
+        let model = Scripted::new(vec![
+            Ok(Reply {
+                usage: Some(Usage {
+                    input_tokens: 3,
+                    output_tokens: 100,
+                }),
+                text: "Writing it".into(),
+                tool_calls: vec![call(
+                    "a",
+                    "echo",
+                    json!("{\"path\": \"x\", \"content\": \"ab"),
+                )],
+                stop: Stop::Cut,
+            }),
+            text("I will write it in parts."),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        let h = host();
+        assert_eq!(
+            c.send("go", &h, &mut ui, &AtomicBool::new(false)),
+            TurnEnd::Answered
+        );
+        assert!(h.calls.lock().unwrap().is_empty(), "a cut call ran");
+        assert!(
+            ui.0.contains(&"usage 3 in, 100 out".to_string()),
+            "{:?}",
+            ui.0
+        );
+        assert!(
+            ui.0.contains(&"notice [cut: the reply reached the output limit of 100 tokens; --max-output-tokens raises it]".to_string()),
+            "{:?}",
+            ui.0
+        );
+        let results = last_results(&model);
+        assert_eq!(results[0].envelope["error_code"], "INVALID_PARAMS");
+        let error = results[0].envelope["error"].as_str().unwrap();
+        assert!(error.contains("output limit of 100 tokens"), "{error}");
+        // The history replays the cut call as `{}`.
+        let Message::Assistant { tool_calls, .. } = &c.messages()[1] else {
+            panic!()
+        };
+        assert_eq!(tool_calls[0].arguments, json!({}));
+
+        // Cut before any text: an error, not "an empty reply".
+        let model = Scripted::new(vec![Ok(Reply {
+            stop: Stop::Cut,
+            ..Reply::default()
+        })]);
+        let mut ui = Record::default();
+        let end = conversation(&model, 25).send("go", &h, &mut ui, &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::Failed);
+        assert!(
+            ui.0.iter()
+                .any(|l| l
+                    .contains("reached the output limit of 100 tokens before it said anything")),
+            "{:?}",
+            ui.0
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_named_and_kept_out_of_the_history() {
+        let model = Scripted::new(vec![
+            Ok(Reply {
+                text: "Partly".into(),
+                stop: Stop::Refused("I can't help with that.".into()),
+                ..Reply::default()
+            }),
+            text("ok"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        let h = host();
+        let cancel = AtomicBool::new(false);
+        assert_eq!(c.send("bad", &h, &mut ui, &cancel), TurnEnd::Failed);
+        assert!(
+            ui.0.iter()
+                .any(|l| l
+                    .starts_with("error scripted (m1) refused to answer: I can't help with that.")),
+            "{:?}",
+            ui.0
+        );
+        assert_eq!(c.send("good", &h, &mut ui, &cancel), TurnEnd::Answered);
+        let sent = &model.seen.lock().unwrap()[1].messages;
+        assert!(
+            sent.iter().all(|m| !matches!(m, Message::Assistant { .. })),
+            "{sent:?}"
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_not_run_and_replay_as_empty() {
+        let model = Scripted::new(vec![
+            calls(vec![
+                call("a", "echo", json!("{\"path\": oops")),
+                call("b", "echo", json!({"path": "fine"})),
+            ]),
+            text("done"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let h = host();
+        c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(*h.calls.lock().unwrap(), ["echo"], "only the good call ran");
+        let results = last_results(&model);
+        assert_eq!(results[0].envelope["error_code"], "INVALID_PARAMS");
+        let error = results[0].envelope["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Invalid arguments for tool 'echo': arguments are not valid JSON: "),
+            "{error}"
+        );
+        assert_eq!(results[1].envelope["result"], json!({"path": "fine"}));
+        let seen = model.seen.lock().unwrap();
+        let Message::Assistant { tool_calls, .. } = &seen[1].messages[1] else {
+            panic!()
+        };
+        assert_eq!(tool_calls[0].arguments, json!({}));
+    }
+
+    #[test]
+    fn optional_nulls_are_dropped_under_strict_mode_only() {
+        let args = json!({"path": null, "limit": null});
+        for (format, expected) in [
+            (ToolFormat::OpenAiChat, json!({"path": null})),
+            (ToolFormat::OpenAiResponses, json!({"path": null})),
+            (ToolFormat::Anthropic, args.clone()),
+        ] {
+            let model = Scripted::speaking(
+                format,
+                vec![calls(vec![call("a", "echo", args.clone())]), text("ok")],
+            );
+            conversation(&model, 25).send(
+                "go",
+                &host(),
+                &mut Record::default(),
+                &AtomicBool::new(false),
+            );
+            assert_eq!(
+                last_results(&model)[0].envelope["result"],
+                expected,
+                "{format:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), else from
 //! `$XDG_CONFIG_HOME/ikigai/credentials.json` (`~/.config/...`); endpoints
 //! from the variables of decision 12. Without a key the assistant still
-//! runs: a message is answered with how to configure one.
+//! runs: a message is answered with how to configure one. The reply limit
+//! comes from `--max-output-tokens` or `IKIGAI_MAX_OUTPUT_TOKENS`, else from
+//! what the model is known to allow (8192 for a model we do not know).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -12,12 +14,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::model::responses::Responses;
 use super::model::{anthropic::Anthropic, gemini::Gemini, openai::OpenAi, stub::Stub, ModelClient};
+use crate::host::cli::parse_max_output_tokens;
 use crate::tool::Env;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Provider {
     OpenAi,
+    /// OpenAI's Responses API: the same key and base URL as `OpenAi`.
+    OpenAiResponses,
     Anthropic,
     Google,
     Stub,
@@ -31,6 +37,7 @@ impl Provider {
         let name = crate::host::format::canonical_name(name);
         [
             Provider::OpenAi,
+            Provider::OpenAiResponses,
             Provider::Anthropic,
             Provider::Google,
             Provider::Stub,
@@ -39,19 +46,29 @@ impl Provider {
         .find(|p| p.name() == name)
     }
 
-    /// The name used on the command line and in credentials.json.
+    /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
+            Provider::OpenAiResponses => "openai-responses",
             Provider::Anthropic => "anthropic",
             Provider::Google => "google",
             Provider::Stub => "stub",
         }
     }
 
+    /// The provider's key in credentials.json: the Responses API uses
+    /// OpenAI's.
+    fn key_name(self) -> &'static str {
+        match self {
+            Provider::OpenAiResponses => Provider::OpenAi.name(),
+            other => other.name(),
+        }
+    }
+
     fn key_var(self) -> &'static str {
         match self {
-            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::OpenAi | Provider::OpenAiResponses => "OPENAI_API_KEY",
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Google => "GEMINI_API_KEY",
             Provider::Stub => "",
@@ -60,7 +77,7 @@ impl Provider {
 
     fn default_model(self) -> &'static str {
         match self {
-            Provider::OpenAi => "gpt-4.1",
+            Provider::OpenAi | Provider::OpenAiResponses => "gpt-4.1",
             Provider::Anthropic => "claude-sonnet-4-5",
             Provider::Google => "gemini-2.5-flash",
             Provider::Stub => "stub",
@@ -81,14 +98,69 @@ pub struct Choice {
     pub warnings: Vec<String>,
 }
 
-/// Chooses the provider and model. Err only for a provider name that does
-/// not exist (a usage error the caller reports at once).
-pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<Choice, String> {
+/// The reply limit of models we know, by name prefix (the first match
+/// counts, so longer prefixes come first): what each provider documents as
+/// the model's most output tokens.
+const KNOWN_LIMITS: &[(&str, u64)] = &[
+    ("claude-opus-4-5", 64_000),
+    ("claude-opus-4", 32_000),
+    ("claude-sonnet-4", 64_000),
+    ("claude-haiku-4", 64_000),
+    ("claude-3-7-sonnet", 64_000),
+    ("claude-3-5", 8_192),
+    ("claude-3", 4_096),
+    ("gpt-5", 128_000),
+    ("gpt-4.1", 32_768),
+    ("gpt-4o", 16_384),
+    ("o1", 100_000),
+    ("o3", 100_000),
+    ("o4-mini", 100_000),
+    ("gemini-3", 65_536),
+    ("gemini-2.5", 65_536),
+    ("gemini-2.0", 8_192),
+    ("gemini-1.5", 8_192),
+];
+
+/// The reply limit when none is set for a model we do not know.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+
+/// The most output tokens `model` may write, as far as we know.
+pub fn model_max_output_tokens(model: &str) -> u64 {
+    // Providers may name a model under a folder (`models/gemini-2.5-pro`,
+    // `openai/gpt-4.1` on a router).
+    let name = model.rsplit('/').next().unwrap_or(model);
+    KNOWN_LIMITS
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map_or(DEFAULT_MAX_OUTPUT_TOKENS, |(_, limit)| *limit)
+}
+
+/// Chooses the provider, model and reply limit. Err only for a provider
+/// name that does not exist or a limit that is not a number (usage errors
+/// the caller reports at once).
+pub fn choose(
+    provider: Option<&str>,
+    model: Option<&str>,
+    max_output_tokens: Option<u64>,
+    env: &Env,
+) -> Result<Choice, String> {
     let chosen = match provider.or_else(|| env.var("IKIGAI_PROVIDER")) {
         Some(name) => Some(Provider::parse(name).ok_or_else(|| {
-            format!("unknown provider '{name}' (choose openai, anthropic, google or stub)")
+            format!(
+                "unknown provider '{name}' (choose openai, openai-responses, anthropic, google or stub)"
+            )
         })?),
         None => None,
+    };
+    let max_output_tokens = match max_output_tokens {
+        Some(n) => Some(n),
+        None => match env.var("IKIGAI_MAX_OUTPUT_TOKENS") {
+            Some(text) => Some(
+                parse_max_output_tokens(text)
+                    .map_err(|e| format!("IKIGAI_MAX_OUTPUT_TOKENS: {e}"))?,
+            ),
+            None => None,
+        },
     };
     let path = crate::credentials::path(env);
     let mut warnings = Vec::new();
@@ -101,7 +173,7 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
     };
     let key_of = |p: Provider| -> Option<String> {
         env.var(p.key_var()).map(str::to_string).or_else(|| {
-            file[p.name()]["api_key"]
+            file[p.key_name()]["api_key"]
                 .as_str()
                 .filter(|k| !k.is_empty())
                 .map(str::to_string)
@@ -125,18 +197,22 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
         .or_else(|| env.var("IKIGAI_MODEL"))
         .unwrap_or(provider.default_model());
     let key = key_of(provider);
+    let limit = max_output_tokens.unwrap_or_else(|| model_max_output_tokens(model));
     let client: Result<Arc<dyn ModelClient>, String> = match (provider, key) {
         (Provider::Stub, _) => Ok(Arc::new(Stub)),
-        (Provider::OpenAi, key) => {
+        (Provider::OpenAi | Provider::OpenAiResponses, key) => {
             let base = env.var("OPENAI_BASE_URL");
             match (key, base) {
                 // A local server that speaks the API may want no key.
                 (None, None) => Err(no_key(provider, path.as_ref())),
-                (key, base) => Ok(Arc::new(OpenAi::new(
-                    base.unwrap_or(super::model::openai::DEFAULT_BASE_URL),
-                    key,
-                    model,
-                ))),
+                (key, base) => {
+                    let base = base.unwrap_or(super::model::openai::DEFAULT_BASE_URL);
+                    if provider == Provider::OpenAi {
+                        Ok(Arc::new(OpenAi::new(base, key, model, limit)))
+                    } else {
+                        Ok(Arc::new(Responses::new(base, key, model, limit)))
+                    }
+                }
             }
         }
         (Provider::Anthropic, Some(key)) => Ok(Arc::new(Anthropic::new(
@@ -144,12 +220,14 @@ pub fn choose(provider: Option<&str>, model: Option<&str>, env: &Env) -> Result<
                 .unwrap_or(super::model::anthropic::DEFAULT_BASE_URL),
             key,
             model,
+            limit,
         ))),
         (Provider::Google, Some(key)) => Ok(Arc::new(Gemini::new(
             env.var("IKIGAI_GOOGLE_AI_URL")
                 .unwrap_or(super::model::gemini::DEFAULT_BASE_URL),
             key,
             model,
+            limit,
         ))),
         (_, None) => Err(no_key(provider, path.as_ref())),
     };
@@ -186,8 +264,9 @@ fn no_key_at_all(path: Option<&PathBuf>) -> String {
 fn no_key(provider: Provider, path: Option<&PathBuf>) -> String {
     format!(
         "No API key for {provider}, so this message was not sent. Set {} or add \
-         {{\"{provider}\": {{\"api_key\": \"...\"}}}} to {}, then start ikigai again.",
+         {{\"{}\": {{\"api_key\": \"...\"}}}} to {}, then start ikigai again.",
         provider.key_var(),
+        provider.key_name(),
         shown(path)
     )
 }
@@ -212,9 +291,9 @@ mod tests {
             ("ANTHROPIC_API_KEY", "a"),
             ("GEMINI_API_KEY", "g"),
         ]);
-        let c = choose(None, None, &e).unwrap();
+        let c = choose(None, None, None, &e).unwrap();
         assert_eq!(provider_of(&c), ("anthropic", "claude-sonnet-4-5".into()));
-        let c = choose(Some("google"), Some("gemini-x"), &e).unwrap();
+        let c = choose(Some("google"), Some("gemini-x"), None, &e).unwrap();
         assert_eq!(provider_of(&c), ("google", "gemini-x".into()));
         let e = env(&[
             ("HOME", "/nonexistent"),
@@ -223,7 +302,7 @@ mod tests {
             ("IKIGAI_MODEL", "m"),
         ]);
         assert_eq!(
-            provider_of(&choose(None, None, &e).unwrap()),
+            provider_of(&choose(None, None, None, &e).unwrap()),
             ("google", "m".into())
         );
     }
@@ -241,6 +320,7 @@ mod tests {
         let c = choose(
             None,
             None,
+            None,
             &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
         )
         .unwrap();
@@ -248,6 +328,7 @@ mod tests {
         assert!(c.warnings.is_empty());
         std::fs::write(dir.path().join("ikigai/credentials.json"), "{oops").unwrap();
         let c = choose(
+            None,
             None,
             None,
             &env(&[("HOME", "/nonexistent"), ("XDG_CONFIG_HOME", xdg)]),
@@ -266,25 +347,68 @@ mod tests {
     }
 
     #[test]
+    fn limits_from_the_option_the_environment_or_the_model() {
+        assert_eq!(model_max_output_tokens("claude-sonnet-4-5"), 64_000);
+        assert_eq!(model_max_output_tokens("claude-opus-4-1-20250805"), 32_000);
+        assert_eq!(model_max_output_tokens("models/gemini-2.5-pro"), 65_536);
+        assert_eq!(model_max_output_tokens("gpt-4.1-mini"), 32_768);
+        assert_eq!(
+            model_max_output_tokens("llama3.1:8b"),
+            DEFAULT_MAX_OUTPUT_TOKENS
+        );
+        assert_eq!(parse_max_output_tokens(" 300 "), Ok(300));
+        assert!(parse_max_output_tokens("0").is_err());
+        assert!(parse_max_output_tokens("lots").is_err());
+        let e = env(&[("HOME", "/h"), ("IKIGAI_MAX_OUTPUT_TOKENS", "many")]);
+        let why = choose(Some("stub"), None, None, &e).err().unwrap();
+        assert!(why.starts_with("IKIGAI_MAX_OUTPUT_TOKENS: "), "{why}");
+        assert!(choose(Some("stub"), None, Some(5), &e).is_ok());
+    }
+
+    #[test]
+    fn the_responses_api_uses_the_openai_key() {
+        let e = env(&[("HOME", "/h"), ("OPENAI_API_KEY", "k")]);
+        let c = choose(Some("openai-responses"), None, None, &e).unwrap();
+        assert_eq!(provider_of(&c), ("openai-responses", "gpt-4.1".into()));
+        let why = choose(
+            Some("openai-responses"),
+            None,
+            None,
+            &env(&[("HOME", "/h")]),
+        )
+        .unwrap()
+        .client
+        .err()
+        .unwrap();
+        assert!(
+            why.contains("OPENAI_API_KEY") && why.contains("\"openai\""),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn a_base_url_alone_chooses_openai() {
         let e = env(&[
             ("HOME", "/nonexistent"),
             ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
             ("ANTHROPIC_API_KEY", "a"),
         ]);
-        assert_eq!(provider_of(&choose(None, None, &e).unwrap()).0, "openai");
+        assert_eq!(
+            provider_of(&choose(None, None, None, &e).unwrap()).0,
+            "openai"
+        );
     }
 
     #[test]
     fn missing_keys_explain_themselves() {
         let e = env(&[("HOME", "/h")]);
-        let c = choose(None, None, &e).unwrap();
+        let c = choose(None, None, None, &e).unwrap();
         let why = c.client.err().unwrap();
         assert!(
             why.contains("OPENAI_API_KEY") && why.contains("/h/.config/ikigai/credentials.json"),
             "{why}"
         );
-        let why = choose(Some("anthropic"), None, &e)
+        let why = choose(Some("anthropic"), None, None, &e)
             .unwrap()
             .client
             .err()
@@ -293,14 +417,14 @@ mod tests {
             why.starts_with("No API key for anthropic") && why.contains("ANTHROPIC_API_KEY"),
             "{why}"
         );
-        assert!(choose(Some("nope"), None, &e).is_err());
+        assert!(choose(Some("nope"), None, None, &e).is_err());
         assert_eq!(
-            provider_of(&choose(Some("stub"), None, &e).unwrap()).0,
+            provider_of(&choose(Some("stub"), None, None, &e).unwrap()).0,
             "stub"
         );
         let local = env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]);
         assert_eq!(
-            provider_of(&choose(Some("openai"), None, &local).unwrap()).0,
+            provider_of(&choose(Some("openai"), None, None, &local).unwrap()).0,
             "openai"
         );
     }

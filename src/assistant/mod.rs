@@ -30,7 +30,7 @@ pub const DEFAULT_MAX_TOOL_ROUNDS: usize = 25;
 /// The assistant's options, from the command line.
 #[derive(Debug, Default, PartialEq)]
 pub struct Options {
-    /// `--provider`: openai, anthropic, google or stub.
+    /// `--provider`: openai, openai-responses, anthropic, google or stub.
     pub provider: Option<String>,
     /// `--model`.
     pub model: Option<String>,
@@ -39,6 +39,8 @@ pub struct Options {
     /// `--resume` (Some(None): the latest session) or `--resume ID`.
     pub resume: Option<Option<String>>,
     pub max_tool_rounds: usize,
+    /// `--max-output-tokens`: the most tokens one reply may use.
+    pub max_output_tokens: Option<u64>,
 }
 
 /// The assistant as `ikigai` starts it: its options from the command line,
@@ -50,6 +52,7 @@ pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>) -> ExitC
         prompt: cli.prompt,
         resume: cli.resume.then_some(resume_id),
         max_tool_rounds: cli.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
+        max_output_tokens: cli.max_output_tokens,
     };
     let tools = tool_host::Tools::start(settings);
     run(options, &tools, &mut &tools)
@@ -59,7 +62,12 @@ pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>) -> ExitC
 pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
     let env = Env::from_process();
     let style = Style::for_stream(std::io::stderr().is_terminal());
-    let choice = match keys::choose(options.provider.as_deref(), options.model.as_deref(), &env) {
+    let choice = match keys::choose(
+        options.provider.as_deref(),
+        options.model.as_deref(),
+        options.max_output_tokens,
+        &env,
+    ) {
         Ok(choice) => choice,
         Err(e) => {
             eprintln!("ikigai: {e}");

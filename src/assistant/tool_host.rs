@@ -82,6 +82,14 @@ impl ToolHost for Tools {
         self.with_registry(|s| format::left_out(kind, &s.registry))
     }
 
+    fn parameters(&self, name: &str) -> Option<Value> {
+        self.with_registry(|s| {
+            s.registry
+                .lookup(name)
+                .map(|e| e.schema["parameters"].clone())
+        })
+    }
+
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
             crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)

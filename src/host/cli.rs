@@ -41,14 +41,21 @@ pub struct Ikigai {
     #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
     pub max_output: Option<usize>,
 
-    /// the assistant's model provider: openai, anthropic, google or stub
-    /// (default: $IKIGAI_PROVIDER, else the first that has a key)
+    /// the assistant's model provider: openai, openai-responses, anthropic,
+    /// google or stub (default: $IKIGAI_PROVIDER, else the first that has
+    /// a key)
     #[argh(option, arg_name = "NAME")]
     pub provider: Option<String>,
 
     /// the assistant's model (default: $IKIGAI_MODEL, else the provider's)
     #[argh(option, arg_name = "MODEL")]
     pub model: Option<String>,
+
+    /// the most tokens one reply of the model may use (default:
+    /// $IKIGAI_MAX_OUTPUT_TOKENS, else the model's own limit, 8192 for a
+    /// model not known)
+    #[argh(option, from_str_fn(parse_max_output_tokens), arg_name = "N")]
+    pub max_output_tokens: Option<u64>,
 
     /// send this one message, print the answer, and leave
     #[argh(option, short = 'p', arg_name = "MESSAGE")]
@@ -125,6 +132,16 @@ pub struct CallCommand {
     /// the arguments, a JSON object (default: read from stdin)
     #[argh(positional)]
     pub arguments: Option<String>,
+}
+
+/// A reply limit as written by a person: a whole number from 1.
+pub fn parse_max_output_tokens(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "the output-token limit must be a whole number from 1, not '{text}'"
+        )),
+    }
 }
 
 /// Takes the optional ID of `--resume [ID]` out of `args` (argh cannot say

@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
+mod robustness;
 mod terminal;
 mod tools;
 
-const APIS: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Google];
+const APIS: [Api; 4] = [Api::OpenAi, Api::Responses, Api::Anthropic, Api::Google];
 
 /// `ikigai` in a clean world: HOME, XDG dirs and tool dirs under `home`,
 /// no inherited keys, providers or proxies.
@@ -24,6 +25,8 @@ fn ikigai(home: &Path) -> Run {
         "GEMINI_API_KEY",
         "OPENAI_BASE_URL",
         "ANTHROPIC_BASE_URL",
+        "IKIGAI_MAX_OUTPUT_TOKENS",
+        "IKIGAI_RETRY_BASE_MS",
         "IKIGAI_GOOGLE_AI_URL",
         "IKIGAI_PROVIDER",
         "IKIGAI_MODEL",
@@ -42,7 +45,9 @@ fn ikigai(home: &Path) -> Run {
     let libexec = home.join("libexec");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::create_dir_all(&libexec).unwrap();
+    // Retries wait a millisecond, not half a second, unless a test says.
     r.env("HOME", home)
+        .env("IKIGAI_RETRY_BASE_MS", "1")
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("IKIGAI_TOOLS_DIR", tools)
@@ -72,6 +77,7 @@ fn no_problems(server: &ModelServer, out: &Output) {
 fn user_texts(api: Api, body: &Value) -> Vec<String> {
     let (list, role) = match api {
         Api::Google => (&body["contents"], "user"),
+        Api::Responses => (&body["input"], "user"),
         _ => (&body["messages"], "user"),
     };
     let mut out = Vec::new();
@@ -134,8 +140,8 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
             vec![
                 text("First."),
                 Reply::Status(
-                    503,
-                    r#"{"error": {"message": "The engine is overloaded"}}"#.into(),
+                    400,
+                    r#"{"error": {"message": "The request is not valid"}}"#.into(),
                 ),
                 text("Back again."),
             ],
@@ -149,7 +155,7 @@ fn a_provider_error_is_shown_and_the_conversation_goes_on() {
             "a failed message makes the exit code 1: {out:?}"
         );
         assert!(
-            out.stderr.contains("HTTP 503: The engine is overloaded"),
+            out.stderr.contains("HTTP 400: The request is not valid"),
             "{api:?} {}",
             out.stderr
         );
@@ -400,6 +406,14 @@ fn envelopes(api: Api, body: &Value) -> Vec<(String, Value)> {
                 if m["role"] == "tool" {
                     let envelope = serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
                     out.push((m["tool_call_id"].as_str().unwrap().to_string(), envelope));
+                }
+            }
+        }
+        Api::Responses => {
+            for item in body["input"].as_array().unwrap() {
+                if item["type"] == "function_call_output" {
+                    let envelope = serde_json::from_str(item["output"].as_str().unwrap()).unwrap();
+                    out.push((item["call_id"].as_str().unwrap().to_string(), envelope));
                 }
             }
         }

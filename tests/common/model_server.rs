@@ -1,15 +1,17 @@
 //! A model provider on 127.0.0.1 for the assistant's tests: it plays the
-//! OpenAI Chat Completions, Anthropic Messages or Gemini API, streaming
-//! included, records every request, checks its shape (headers, tools array,
-//! tool results answering the previous calls with the right ids) and
-//! answers from a script of text, tool calls and errors.
+//! OpenAI Chat Completions, OpenAI Responses, Anthropic Messages or Gemini
+//! API, streaming or not, records every request, checks its shape (headers,
+//! tools array, tool results answering the previous calls with the right
+//! ids, arguments a strict server accepts, reasoning items passed back) and
+//! answers from a script of text, tool calls, cut and refused replies,
+//! error statuses and dropped connections.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -18,6 +20,7 @@ pub const KEY: &str = "test-key-123";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
     OpenAi,
+    Responses,
     Anthropic,
     Google,
 }
@@ -26,6 +29,7 @@ impl Api {
     pub fn name(self) -> &'static str {
         match self {
             Api::OpenAi => "openai",
+            Api::Responses => "openai-responses",
             Api::Anthropic => "anthropic",
             Api::Google => "google",
         }
@@ -46,6 +50,23 @@ pub enum Reply {
     /// A stream that starts with this text and then says nothing more for
     /// a minute (for interrupting a request).
     Hang(String),
+    /// Text and calls cut at the output limit: the provider's cut ending,
+    /// and the last call's arguments cut in half (Gemini sends calls whole).
+    Cut(String, Vec<(String, Value)>),
+    /// The provider's refusal: OpenAI's refusal text (Chat and Responses),
+    /// Anthropic's `refusal` stop, Gemini's `SAFETY` stop.
+    Refusal(String),
+    /// One call whose arguments are this text, which is not JSON.
+    RawArguments(String, String),
+    /// Text and calls as one JSON reply, not streamed.
+    Whole(String, Vec<(String, Value)>),
+    /// An error status with these headers and body.
+    StatusWith(u16, Vec<(&'static str, String)>, String),
+    /// The connection closes without an answer.
+    Drop,
+    /// A stream that breaks off: its events up to the first with this text
+    /// (none at all when it is empty), then the connection closes.
+    BreakOff(String),
 }
 
 pub fn text(t: &str) -> Reply {
@@ -64,6 +85,8 @@ pub fn calls(list: &[(&str, Value)]) -> Reply {
 /// One request as the server received it.
 #[derive(Clone, Debug)]
 pub struct Recorded {
+    /// When it arrived.
+    pub at: Instant,
     pub method: String,
     /// Path and query.
     pub target: String,
@@ -86,6 +109,9 @@ struct State {
     issued: usize,
     /// A local server that wants no key (OpenAI only).
     keyless: bool,
+    /// The encrypted reasoning issued with the first call of each Responses
+    /// reply, by that call's id: it must come back before the call.
+    reasoning: HashMap<String, String>,
 }
 
 impl ModelServer {
@@ -111,6 +137,7 @@ impl ModelServer {
             next: 0,
             issued: 0,
             keyless,
+            reasoning: HashMap::new(),
         }));
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -135,7 +162,7 @@ impl ModelServer {
     /// The base URL as the provider's variable wants it (decision 12).
     pub fn base_url(&self) -> String {
         match self.api {
-            Api::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
+            Api::OpenAi | Api::Responses => format!("http://127.0.0.1:{}/v1", self.port),
             _ => format!("http://127.0.0.1:{}", self.port),
         }
     }
@@ -143,7 +170,7 @@ impl ModelServer {
     /// The environment that points `ikigai` at this server, with a key.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let (url_var, key_var) = match self.api {
-            Api::OpenAi => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+            Api::OpenAi | Api::Responses => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
             Api::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
             Api::Google => ("IKIGAI_GOOGLE_AI_URL", "GEMINI_API_KEY"),
         };
@@ -207,6 +234,7 @@ fn serve(
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = Recorded {
+        at: Instant::now(),
         method,
         target,
         headers,
@@ -216,7 +244,7 @@ fn serve(
     let mut state = state.lock().unwrap();
     requests.lock().unwrap().push(recorded.clone());
 
-    if let Err(problem) = check(state.api, state.keyless, &recorded) {
+    if let Err(problem) = check(&state, &recorded) {
         problems.lock().unwrap().push(problem.clone());
         return respond(
             &mut stream,
@@ -235,14 +263,63 @@ fn serve(
     };
     state.next += 1;
     let events = match &reply {
-        Reply::Text(t) => events(&mut state, t, &[]),
-        Reply::Calls(t, list) => events(&mut state, t, list),
-        Reply::Hang(t) => events(&mut state, t, &[]),
+        Reply::Text(t) | Reply::Hang(t) | Reply::BreakOff(t) => {
+            events(&mut state, t, &texts(&[]), &End::Normal)
+        }
+        Reply::Calls(t, list) => events(&mut state, t, &texts(list), &End::Normal),
+        Reply::Cut(t, list) => {
+            let mut list = texts(list);
+            if state.api != Api::Google {
+                if let Some((_, args)) = list.last_mut() {
+                    *args = halves(args).0;
+                }
+            }
+            events(&mut state, t, &list, &End::Cut)
+        }
+        Reply::Refusal(why) => events(&mut state, "", &[], &End::Refusal(why.clone())),
+        Reply::RawArguments(name, raw) => {
+            events(&mut state, "", &[(name.clone(), raw.clone())], &End::Normal)
+        }
         _ => Vec::new(),
+    };
+    let whole = match &reply {
+        Reply::Whole(t, list) => whole(&mut state, t, &texts(list)),
+        _ => Value::Null,
     };
     drop(state);
     match reply {
         Reply::Status(status, body) => respond(&mut stream, status, &body),
+        Reply::StatusWith(status, headers, body) => {
+            let extra: String = headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}\r\n"))
+                .collect();
+            write!(
+                stream,
+                "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )?;
+            stream.flush()
+        }
+        Reply::Drop => stream.shutdown(std::net::Shutdown::Both),
+        Reply::BreakOff(text) => {
+            let first = halves(&text).0;
+            let upto = events
+                .iter()
+                .position(|e| !first.is_empty() && e.contains(&first))
+                .map_or(0, |i| i + 1);
+            stream_events(&mut stream, &events[..upto])?;
+            stream.shutdown(std::net::Shutdown::Both)
+        }
+        Reply::Whole(..) => {
+            let body = whole.to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )?;
+            stream.flush()
+        }
         Reply::Raw(body) => {
             write!(
                 stream,
@@ -250,7 +327,11 @@ fn serve(
             )?;
             stream.flush()
         }
-        Reply::Text(_) | Reply::Calls(..) => stream_events(&mut stream, &events),
+        Reply::Text(_)
+        | Reply::Calls(..)
+        | Reply::Cut(..)
+        | Reply::Refusal(_)
+        | Reply::RawArguments(..) => stream_events(&mut stream, &events),
         Reply::Hang(_) => {
             // Only the first (text) events, then silence.
             let opening = events.len().min(2);
@@ -293,8 +374,31 @@ fn halves(s: &str) -> (String, String) {
     (s[..mid].to_string(), s[mid..].to_string())
 }
 
-/// The provider's event stream for a reply of `text` and `calls`.
-fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<String> {
+/// How a scripted reply ends.
+enum End {
+    Normal,
+    /// At the output limit.
+    Cut,
+    /// Refused, with this text.
+    Refusal(String),
+}
+
+/// Calls with their arguments as JSON text.
+fn texts(list: &[(String, Value)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(n, a)| (n.clone(), a.to_string()))
+        .collect()
+}
+
+/// A new id for a call, counted over the whole conversation.
+fn issue(state: &mut State, prefix: &str) -> String {
+    state.issued += 1;
+    format!("{prefix}_{}", state.issued)
+}
+
+/// The provider's event stream for a reply of `text` and `calls` (name,
+/// arguments as text) that ends as `end` says.
+fn events(state: &mut State, text: &str, calls: &[(String, String)], end: &End) -> Vec<String> {
     let data = |v: Value| format!("data: {v}\n\n");
     let (t1, t2) = halves(text);
     let mut out = Vec::new();
@@ -309,27 +413,103 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
                 }
             }
             for (index, (name, args)) in calls.iter().enumerate() {
-                state.issued += 1;
-                let id = format!("call_{}", state.issued);
+                let id = issue(state, "call");
                 out.push(data(json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":index,"id":id,"type":"function","function":{"name":name,"arguments":""}}]}}]})));
-                let (a1, a2) = halves(&args.to_string());
+                let (a1, a2) = halves(args);
                 for piece in [a1, a2] {
                     out.push(data(json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":index,"function":{"arguments":piece}}]}}]})));
                 }
             }
-            let reason = if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
+            if let End::Refusal(why) = end {
+                let (r1, r2) = halves(why);
+                for piece in [r1, r2] {
+                    out.push(data(
+                        json!({"choices":[{"index":0,"delta":{"refusal":piece}}]}),
+                    ));
+                }
+            }
+            let reason = match end {
+                End::Cut => "length",
+                _ if calls.is_empty() => "stop",
+                _ => "tool_calls",
             };
             out.push(data(
                 json!({"choices":[{"index":0,"delta":{},"finish_reason":reason}]}),
             ));
+            out.push(data(
+                json!({"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}),
+            ));
             out.push("data: [DONE]\n\n".to_string());
+        }
+        Api::Responses => {
+            let ev = |v: Value| format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
+            out.push(ev(json!({"type":"response.created","response":{"id":"resp_1","status":"in_progress","output":[]}})));
+            let mut output = Vec::new();
+            if !calls.is_empty() {
+                // A reasoning model thinks before it calls.
+                let enc = issue(state, "enc");
+                let item = json!({"type":"reasoning","id":format!("rs_{enc}"),"summary":[],"encrypted_content":enc});
+                out.push(ev(
+                    json!({"type":"response.output_item.added","output_index":0,"item":item}),
+                ));
+                out.push(ev(
+                    json!({"type":"response.output_item.done","output_index":0,"item":item}),
+                ));
+                output.push(item);
+            }
+            if !text.is_empty() {
+                out.push(ev(json!({"type":"response.output_item.added","item":{"type":"message","role":"assistant","content":[]}})));
+                for piece in [&t1, &t2] {
+                    out.push(ev(
+                        json!({"type":"response.output_text.delta","delta":piece}),
+                    ));
+                }
+                output.push(
+                    json!({"type":"message","role":"assistant","status":"completed",
+                    "content":[{"type":"output_text","text":text,"annotations":[]}]}),
+                );
+            }
+            if let End::Refusal(why) = end {
+                let (r1, r2) = halves(why);
+                for piece in [r1, r2] {
+                    out.push(ev(json!({"type":"response.refusal.delta","delta":piece})));
+                }
+                output.push(json!({"type":"message","role":"assistant",
+                    "content":[{"type":"refusal","refusal":why}]}));
+            }
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let call_id = issue(state, "call");
+                if i == 0 {
+                    let enc = output[0]["encrypted_content"].as_str().unwrap().to_string();
+                    state.reasoning.insert(call_id.clone(), enc);
+                }
+                let item = json!({"type":"function_call","id":format!("fc_{call_id}"),"call_id":call_id,"name":name,"arguments":""});
+                out.push(ev(json!({"type":"response.output_item.added","item":item})));
+                let (a1, a2) = halves(args);
+                for piece in [a1, a2] {
+                    out.push(ev(
+                        json!({"type":"response.function_call_arguments.delta","delta":piece}),
+                    ));
+                }
+                let mut done = item.clone();
+                done["arguments"] = json!(args);
+                out.push(ev(json!({"type":"response.output_item.done","item":done})));
+                output.push(done);
+            }
+            let mut response = json!({"id":"resp_1","status":"completed","output":output,
+                "usage":{"input_tokens":11,"output_tokens":7,"total_tokens":18}});
+            let kind = if let End::Cut = end {
+                response["status"] = json!("incomplete");
+                response["incomplete_details"] = json!({"reason":"max_output_tokens"});
+                "response.incomplete"
+            } else {
+                "response.completed"
+            };
+            out.push(ev(json!({"type":kind,"response":response})));
         }
         Api::Anthropic => {
             let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
-            out.push(ev("message_start", json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null}})));
+            out.push(ev("message_start", json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":11,"output_tokens":1}}})));
             let mut index = 0;
             if !text.is_empty() {
                 out.push(ev("content_block_start", json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})));
@@ -344,10 +524,9 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
                 index = 1;
             }
             for (name, args) in calls {
-                state.issued += 1;
-                let id = format!("toolu_{}", state.issued);
+                let id = issue(state, "toolu");
                 out.push(ev("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}})));
-                let (a1, a2) = halves(&args.to_string());
+                let (a1, a2) = halves(args);
                 for piece in [a1, a2] {
                     out.push(ev("content_block_delta", json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":piece}})));
                 }
@@ -357,12 +536,13 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
                 ));
                 index += 1;
             }
-            let reason = if calls.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
+            let reason = match end {
+                End::Cut => "max_tokens",
+                End::Refusal(_) => "refusal",
+                _ if calls.is_empty() => "end_turn",
+                _ => "tool_use",
             };
-            out.push(ev("message_delta", json!({"type":"message_delta","delta":{"stop_reason":reason},"usage":{"output_tokens":5}})));
+            out.push(ev("message_delta", json!({"type":"message_delta","delta":{"stop_reason":reason},"usage":{"output_tokens":7}})));
             out.push(ev("message_stop", json!({"type":"message_stop"})));
         }
         Api::Google => {
@@ -376,6 +556,8 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
                 .enumerate()
                 .map(|(i, (name, args))| {
                     state.issued += 1;
+                    let args: Value = serde_json::from_str(args)
+                        .expect("Gemini sends arguments as an object, never as text");
                     let mut part = json!({"functionCall": {"name": name, "args": args}});
                     // The first call of a reply carries a thought signature,
                     // which must come back with it.
@@ -385,7 +567,13 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
                     part
                 })
                 .collect();
-            let mut last = json!({"candidates":[{"content":{"role":"model","parts":parts},"finishReason":"STOP","index":0}]});
+            let reason = match end {
+                End::Cut => "MAX_TOKENS",
+                End::Refusal(_) => "SAFETY",
+                End::Normal => "STOP",
+            };
+            let mut last = json!({"candidates":[{"content":{"role":"model","parts":parts},"finishReason":reason,"index":0}],
+                "usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":7,"totalTokenCount":18}});
             if parts.is_empty() {
                 last["candidates"][0]["content"]["parts"] = json!([{"text": ""}]);
             }
@@ -395,8 +583,81 @@ fn events(state: &mut State, text: &str, calls: &[(String, Value)]) -> Vec<Strin
     out
 }
 
+/// The provider's reply to a request that did not stream.
+fn whole(state: &mut State, text: &str, calls: &[(String, String)]) -> Value {
+    match state.api {
+        Api::OpenAi => {
+            let tool_calls: Vec<Value> = calls
+                .iter()
+                .map(|(name, args)| {
+                    json!({"id": issue(state, "call"), "type": "function",
+                        "function": {"name": name, "arguments": args}})
+                })
+                .collect();
+            let mut message = json!({"role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            if !tool_calls.is_empty() {
+                message["tool_calls"] = json!(tool_calls);
+            }
+            let reason = if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            };
+            json!({"id": "chatcmpl-1", "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+        }
+        Api::Responses => {
+            let mut output = Vec::new();
+            if !text.is_empty() {
+                output.push(json!({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}));
+            }
+            for (name, args) in calls {
+                output.push(
+                    json!({"type": "function_call", "call_id": issue(state, "call"),
+                    "name": name, "arguments": args}),
+                );
+            }
+            json!({"id": "resp_1", "object": "response", "status": "completed", "output": output,
+                "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}})
+        }
+        Api::Anthropic => {
+            let mut content = Vec::new();
+            if !text.is_empty() {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            for (name, args) in calls {
+                let input: Value = serde_json::from_str(args).unwrap();
+                content.push(json!({"type": "tool_use", "id": issue(state, "toolu"),
+                    "name": name, "input": input}));
+            }
+            let reason = if calls.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            };
+            json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content,
+                "stop_reason": reason, "usage": {"input_tokens": 11, "output_tokens": 7}})
+        }
+        Api::Google => {
+            let mut parts = vec![json!({"text": text})];
+            for (name, args) in calls {
+                state.issued += 1;
+                let args: Value = serde_json::from_str(args).unwrap();
+                parts.push(json!({"functionCall": {"name": name, "args": args},
+                    "thoughtSignature": format!("sig-{}", state.issued)}));
+            }
+            json!([{"candidates": [{"content": {"role": "model", "parts": parts},
+                "finishReason": "STOP"}]}])
+        }
+    }
+}
+
 /// Checks a request as the provider would, Err naming the first problem.
-fn check(api: Api, keyless: bool, r: &Recorded) -> Result<(), String> {
+fn check(state: &State, r: &Recorded) -> Result<(), String> {
+    let (api, keyless) = (state.api, state.keyless);
     let b = &r.body;
     if r.method != "POST" {
         return Err(format!("method {} instead of POST", r.method));
@@ -420,6 +681,10 @@ fn check(api: Api, keyless: bool, r: &Recorded) -> Result<(), String> {
                 })?;
             }
             expect(b["stream"] == true, || "stream is not true".into())?;
+            expect(b["stream_options"]["include_usage"] == true, || {
+                "the usage is not asked for".into()
+            })?;
+            expect(b["max_tokens"].is_u64(), || "no max_tokens".into())?;
             expect(b["model"].is_string(), || "no model".into())?;
             let messages = b["messages"].as_array().ok_or("no messages")?;
             expect(
@@ -458,10 +723,84 @@ fn check(api: Api, keyless: bool, r: &Recorded) -> Result<(), String> {
                     expect(envelope["tool_success"].is_boolean(), || {
                         format!("not an envelope: {envelope}")
                     })?;
-                    expect(call["function"]["arguments"].is_string(), || {
-                        "arguments are not a string".into()
-                    })?;
+                    let arguments = call["function"]["arguments"]
+                        .as_str()
+                        .ok_or("arguments are not a string")?;
+                    // A strict server refuses a history whose arguments are
+                    // not JSON.
+                    expect(
+                        serde_json::from_str::<Value>(arguments).is_ok_and(|a| a.is_object()),
+                        || format!("arguments are not a JSON object: {arguments}"),
+                    )?;
                 }
+            }
+        }
+        Api::Responses => {
+            expect(r.target == "/v1/responses", || format!("path {}", r.target))?;
+            expect(
+                r.headers.get("authorization") == Some(&format!("Bearer {KEY}")),
+                || "no Bearer key".into(),
+            )?;
+            expect(b["stream"] == true && b["store"] == false, || {
+                "stream is not true or store is not false".into()
+            })?;
+            expect(
+                b["model"].is_string() && b["instructions"].is_string(),
+                || "no model or instructions".into(),
+            )?;
+            expect(b["max_output_tokens"].is_u64(), || {
+                "no max_output_tokens".into()
+            })?;
+            expect(
+                b["include"]
+                    .as_array()
+                    .is_some_and(|i| i.contains(&json!("reasoning.encrypted_content"))),
+                || "the encrypted reasoning is not asked for".into(),
+            )?;
+            if let Some(tools) = b.get("tools") {
+                for t in tools.as_array().ok_or("tools is not an array")? {
+                    expect(
+                        t["type"] == "function"
+                            && t["name"].is_string()
+                            && t["strict"].is_boolean(),
+                        || format!("not a Responses function tool: {t}"),
+                    )?;
+                }
+            }
+            let input = b["input"].as_array().ok_or("no input")?;
+            for (i, item) in input.iter().enumerate() {
+                if item["type"] != "function_call" {
+                    continue;
+                }
+                let call_id = item["call_id"]
+                    .as_str()
+                    .ok_or("a function_call has no call_id")?;
+                let arguments = item["arguments"].as_str().ok_or("arguments are not text")?;
+                expect(
+                    serde_json::from_str::<Value>(arguments).is_ok_and(|a| a.is_object()),
+                    || format!("the arguments of {call_id} are not a JSON object: {arguments}"),
+                )?;
+                if let Some(enc) = state.reasoning.get(call_id) {
+                    // As in the reply: the reasoning, the text if any, the call.
+                    let text_between = i > 0 && input[i - 1]["role"] == "assistant";
+                    let before = i
+                        .checked_sub(if text_between { 2 } else { 1 })
+                        .map(|k| &input[k]);
+                    expect(
+                        before.is_some_and(|p| {
+                            p["type"] == "reasoning" && p["encrypted_content"] == json!(enc)
+                        }),
+                        || format!("the reasoning {enc} did not come back before {call_id}"),
+                    )?;
+                }
+                let answered = input[i + 1..].iter().any(|o| {
+                    o["type"] == "function_call_output"
+                        && o["call_id"] == call_id
+                        && o["output"].is_string()
+                });
+                expect(answered, || {
+                    format!("{call_id} has no function_call_output")
+                })?;
             }
         }
         Api::Anthropic => {
@@ -539,6 +878,9 @@ fn check(api: Api, keyless: bool, r: &Recorded) -> Result<(), String> {
                 b["systemInstruction"]["parts"][0]["text"].is_string(),
                 || "no systemInstruction".into(),
             )?;
+            expect(b["generationConfig"]["maxOutputTokens"].is_u64(), || {
+                "no maxOutputTokens".into()
+            })?;
             if let Some(tools) = b.get("tools") {
                 for d in tools[0]["functionDeclarations"]
                     .as_array()

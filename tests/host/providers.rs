@@ -387,3 +387,109 @@ fn google_gemini_openapi_subset() {
         json!({"type": "integer", "description": "Number of results to return (1-20)", "minimum": 1, "maximum": 20})
     );
 }
+
+/// A registry of the two `refs.sh` tools: `shapes`, whose `$ref`s can be
+/// written out, and the recursive `tree`.
+fn refs_registry() -> Dirs {
+    let d = Dirs::new();
+    d.user_tool("refs.sh", "shapes");
+    d.user_tool("refs.sh", "tree");
+    assert_eq!(super::names(&d.listing()), ["shapes", "tree"]);
+    d
+}
+
+/// The `point` of `refs.sh` as strict mode has it, optional or not.
+fn strict_point(description: Option<&str>) -> Value {
+    let mut point = json!({"type": "object", "properties": {
+        "x": {"type": "number"}, "y": {"type": "number"}},
+        "required": ["x", "y"], "additionalProperties": false});
+    if let Some(d) = description {
+        point["description"] = json!(d);
+    }
+    point
+}
+
+#[test]
+fn ref_schemas_are_written_out_for_openai_strict_mode() {
+    let d = refs_registry();
+    for provider in ["openai", "openai-responses"] {
+        let tools = schema(&d, provider);
+        let function = |i: usize| {
+            if provider == "openai" {
+                tools[i]["function"].clone()
+            } else {
+                tools[i].clone()
+            }
+        };
+        let shapes = function(0);
+        assert_eq!(shapes["strict"], true, "{provider}");
+        let params = &shapes["parameters"];
+        check_strict(params, "shapes");
+        assert!(!params.to_string().contains("$ref"), "{provider}: {params}");
+        assert_eq!(
+            params["properties"]["from"],
+            strict_point(Some("Where it starts"))
+        );
+        assert_eq!(params["properties"]["to"], strict_point(None));
+        assert_eq!(
+            params["properties"]["path"],
+            json!({"type": ["array", "null"], "items": strict_point(None)})
+        );
+        // Strict mode takes a recursive schema as references into $defs,
+        // each definition strict.
+        let tree = function(1);
+        assert_eq!(tree["strict"], true, "{provider}");
+        let params = &tree["parameters"];
+        assert_eq!(
+            params["properties"]["root"],
+            json!({"$ref": "#/$defs/node"})
+        );
+        let node = &params["$defs"]["node"];
+        check_strict(node, "tree.$defs.node");
+        assert_eq!(
+            node["properties"]["children"]["items"],
+            json!({"$ref": "#/$defs/node"})
+        );
+    }
+}
+
+#[test]
+fn ref_schemas_for_anthropic_and_gemini() {
+    let d = refs_registry();
+    // Anthropic reads JSON Schema, references and all.
+    let tools = schema(&d, "anthropic");
+    assert_eq!(
+        tools[1]["input_schema"]["$defs"]["node"]["properties"]["children"]["items"],
+        json!({"$ref": "#/$defs/node"})
+    );
+    assert_eq!(
+        tools[0]["input_schema"]["properties"]["from"],
+        json!({"$ref": "#/$defs/point", "description": "Where it starts"})
+    );
+    // Gemini has no references: written out, or the tool is left out with
+    // the reason.
+    let out = d.ikigai().args(["schema", "--provider", "google"]).output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "not offered to the model: tree (its schema is recursive (#/$defs/node -> #/$defs/node), which cannot be written out in full)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let tools = out.json();
+    let declarations = tools[0]["functionDeclarations"].as_array().unwrap();
+    assert_eq!(declarations.len(), 1);
+    assert_eq!(declarations[0]["name"], "shapes");
+    let params = declarations[0]["parameters"].as_object().unwrap();
+    check_gemini(params, "shapes");
+    assert_eq!(
+        params["properties"]["from"],
+        json!({"type": "object", "description": "Where it starts", "properties": {
+            "x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]})
+    );
+    assert_eq!(
+        params["properties"]["path"]["items"]["properties"]["x"]["type"],
+        "number"
+    );
+}

@@ -2,36 +2,39 @@
 //! with `"stream": true`). Tool calls arrive as `tool_use` content blocks
 //! whose `input` streams as `input_json_delta` pieces; results go back in
 //! the next user message as `tool_result` blocks with `tool_use_id` and
-//! `is_error` (design.md, "Provider formats").
+//! `is_error`. `stop_reason: "max_tokens"` is a cut reply and `"refusal"` a
+//! safety stop; the usage comes in `message_start` (input) and
+//! `message_delta` (output). A server that answers with one JSON message
+//! instead of a stream is read as well.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::http::{self, event_json};
+use super::http::{self, event_json, Part};
 use super::{
     arguments_object, parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply,
-    Request, ToolCall, ToolFormat,
+    Request, Stop, ToolCall, ToolFormat, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
-/// Required by the API; large enough for any answer a tool loop needs.
-const MAX_TOKENS: u64 = 8192;
 
 pub struct Anthropic {
     base_url: String,
     key: String,
     model: String,
+    max_output_tokens: u64,
 }
 
 impl Anthropic {
     /// `base_url` has no `/v1` (decision 12).
-    pub fn new(base_url: &str, key: String, model: &str) -> Self {
+    pub fn new(base_url: &str, key: String, model: &str, max_output_tokens: u64) -> Self {
         Anthropic {
             base_url: base_url.trim_end_matches('/').to_string(),
             key,
             model: model.to_string(),
+            max_output_tokens,
         }
     }
 }
@@ -42,6 +45,9 @@ impl ModelClient for Anthropic {
     }
     fn model(&self) -> &str {
         &self.model
+    }
+    fn max_output_tokens(&self) -> Option<u64> {
+        Some(self.max_output_tokens)
     }
     fn tool_format(&self) -> ToolFormat {
         ToolFormat::Anthropic
@@ -57,24 +63,32 @@ impl ModelClient for Anthropic {
             ("x-api-key", self.key.as_str()),
             ("anthropic-version", API_VERSION),
         ];
-        let mut reply = Assembler::default();
-        http::post_sse(
-            &url,
-            &headers,
-            &request_body(&self.model, request),
-            &mut |event| {
-                reply.feed(&event_json("anthropic", &event.data)?, on_text)?;
-                Ok(!reply.stopped)
-            },
-        )?;
-        reply.finish()
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &url,
+                &headers,
+                &request_body(&self.model, request, self.max_output_tokens),
+                &mut |part| match part {
+                    Part::Event(event) => {
+                        reply.feed(&event_json("anthropic", &event.data)?, on_text)?;
+                        Ok(!reply.stopped)
+                    }
+                    Part::Whole(message) => {
+                        reply.whole(&message, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
     }
 }
 
 /// The request body (pure). Consecutive messages of one role are merged,
 /// since the API wants user and assistant turns to alternate (a message
 /// sent after a failed request follows the unanswered one).
-pub fn request_body(model: &str, request: &Request) -> Value {
+pub fn request_body(model: &str, request: &Request, max_tokens: u64) -> Value {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in &request.messages {
         let (role, blocks) = match message {
@@ -123,7 +137,7 @@ pub fn request_body(model: &str, request: &Request) -> Value {
         .collect();
     let mut body = json!({
         "model": model,
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": max_tokens,
         "system": request.system,
         "messages": messages,
         "stream": true,
@@ -150,6 +164,8 @@ enum Block {
 struct Assembler {
     text: String,
     blocks: BTreeMap<u64, Block>,
+    stop_reason: Option<String>,
+    usage: Option<Usage>,
     stopped: bool,
 }
 
@@ -186,6 +202,31 @@ impl Assembler {
                     _ => {}
                 }
             }
+            "message_start" => {
+                let u = &event["message"]["usage"];
+                // Tokens read from and written to the prompt cache are
+                // input too.
+                let input = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .filter_map(|k| u[*k].as_u64())
+                .sum();
+                self.usage = Some(Usage {
+                    input_tokens: input,
+                    output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+                });
+            }
+            "message_delta" => {
+                if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(out) = event["usage"]["output_tokens"].as_u64() {
+                    self.usage.get_or_insert_with(Usage::default).output_tokens = out;
+                }
+            }
             "message_stop" => self.stopped = true,
             "error" => {
                 let e = &event["error"];
@@ -193,7 +234,15 @@ impl Assembler {
                     (Some(t), Some(m)) => format!("{m} ({t})"),
                     _ => e.to_string(),
                 };
-                return Err(ModelError::Reported(message));
+                // Overload and server trouble can arrive inside a stream
+                // that began well: the stream broke off, and may be tried
+                // again if nothing was shown yet.
+                return Err(match e["type"].as_str() {
+                    Some("overloaded_error" | "api_error" | "rate_limit_error") => {
+                        ModelError::Broken(message)
+                    }
+                    _ => ModelError::Reported(message),
+                });
             }
             _ => {}
         }
@@ -207,9 +256,48 @@ impl Assembler {
         }
     }
 
+    /// A whole message (a server that did not stream), fed through the
+    /// events a stream of it would have carried.
+    fn whole(&mut self, message: &Value, on_text: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
+        if message["type"] == "error" {
+            return self.feed(message, on_text);
+        }
+        let mut start = message.clone();
+        start["content"] = json!([]);
+        self.feed(&json!({"type": "message_start", "message": start}), on_text)?;
+        for (index, block) in message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let mut opening = block.clone();
+            if block["type"] == "text" {
+                opening["text"] = json!("");
+            }
+            self.feed(
+                &json!({"type": "content_block_start", "index": index, "content_block": opening}),
+                on_text,
+            )?;
+            if let Some(text) = block["text"].as_str().filter(|_| block["type"] == "text") {
+                self.feed(
+                    &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "text_delta", "text": text}}),
+                    on_text,
+                )?;
+            }
+        }
+        self.feed(
+            &json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+            on_text,
+        )?;
+        self.feed(&json!({"type": "message_stop"}), on_text)
+    }
+
     fn finish(self) -> Result<Reply, ModelError> {
         if !self.stopped {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the Anthropic stream ended before message_stop".into(),
             ));
         }
@@ -245,9 +333,19 @@ impl Assembler {
                 });
             }
         }
+        let stop = match self.stop_reason.as_deref() {
+            // The context window filled up mid-reply: cut as surely.
+            Some("max_tokens" | "model_context_window_exceeded") => Stop::Cut,
+            Some("refusal") => {
+                Stop::Refused("stopped by Anthropic's safety classifiers (refusal)".into())
+            }
+            _ => Stop::Complete,
+        };
         Ok(Reply {
             text: self.text,
             tool_calls,
+            stop,
+            usage: self.usage,
         })
     }
 }
@@ -287,6 +385,52 @@ mod tests {
     }
 
     #[test]
+    fn stop_reasons_and_usage() {
+        let run = |stop: &str| {
+            let mut a = Assembler::default();
+            for e in [
+                json!({"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}),
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half"}}),
+                json!({"type":"message_delta","delta":{"stop_reason":stop},"usage":{"output_tokens":42}}),
+                json!({"type":"message_stop"}),
+            ] {
+                a.feed(&e, &mut |_| {}).unwrap();
+            }
+            a.finish().unwrap()
+        };
+        let cut = run("max_tokens");
+        assert_eq!(cut.stop, Stop::Cut);
+        assert_eq!(
+            cut.usage,
+            Some(Usage {
+                input_tokens: 105,
+                output_tokens: 42
+            })
+        );
+        assert!(matches!(run("refusal").stop, Stop::Refused(why) if why.contains("refusal")));
+        assert_eq!(run("end_turn").stop, Stop::Complete);
+    }
+
+    #[test]
+    fn a_whole_message_is_read_like_a_stream() {
+        let mut a = Assembler::default();
+        let mut shown = String::new();
+        a.whole(
+            &json!({"type":"message","role":"assistant","content":[
+                {"type":"text","text":"Checking."},
+                {"type":"tool_use","id":"toolu_1","name":"glob","input":{"pattern":"*"}}],
+                "stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4}}),
+            &mut |t| shown += t,
+        )
+        .unwrap();
+        let reply = a.finish().unwrap();
+        assert_eq!(shown, "Checking.");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"pattern": "*"}));
+        assert_eq!(reply.usage.unwrap().output_tokens, 4);
+    }
+
+    #[test]
     fn stream_errors_and_early_end() {
         let mut a = Assembler::default();
         let e = a.feed(
@@ -295,11 +439,19 @@ mod tests {
         );
         assert_eq!(
             e,
-            Err(ModelError::Reported("Overloaded (overloaded_error)".into()))
+            Err(ModelError::Broken("Overloaded (overloaded_error)".into()))
+        );
+        let e = Assembler::default().feed(
+            &json!({"type":"error","error":{"type":"invalid_request_error","message":"bad"}}),
+            &mut |_| {},
+        );
+        assert_eq!(
+            e,
+            Err(ModelError::Reported("bad (invalid_request_error)".into()))
         );
         assert!(matches!(
             Assembler::default().finish(),
-            Err(ModelError::Malformed(_))
+            Err(ModelError::Broken(_))
         ));
     }
 
@@ -338,9 +490,9 @@ mod tests {
             ],
             tools: json!([{"name": "bash", "input_schema": {"type": "object"}}]),
         };
-        let body = request_body("claude", &request);
+        let body = request_body("claude", &request, 1234);
         assert_eq!(body["system"], "sys");
-        assert_eq!(body["max_tokens"], MAX_TOKENS);
+        assert_eq!(body["max_tokens"], 1234);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[0]["content"].as_array().unwrap().len(), 2);

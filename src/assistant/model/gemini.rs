@@ -2,16 +2,19 @@
 //! base from `IKIGAI_GOOGLE_AI_URL`). Tool calls arrive whole as
 //! `functionCall` parts (with a `thoughtSignature` that must go back);
 //! results go back as `functionResponse` parts whose `response` is the
-//! envelope object (design.md, "Provider formats").
+//! envelope object. `finishReason: MAX_TOKENS` is a cut reply; `SAFETY` and
+//! its kin (`RECITATION`, `PROHIBITED_CONTENT`, ...) are safety stops; the
+//! usage is the last `usageMetadata`.
 
 use std::collections::HashSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::http::{self, event_json};
+use super::http::{self, event_json, Part};
 use super::{
-    arguments_object, Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat,
+    arguments_object, Message, ModelClient, ModelError, Reply, Request, Stop, ToolCall, ToolFormat,
+    Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -20,16 +23,18 @@ pub struct Gemini {
     base_url: String,
     key: String,
     model: String,
+    max_output_tokens: u64,
 }
 
 impl Gemini {
     /// `base_url` is the API's root; when it already names a version
     /// (`.../v1beta`), that version is used.
-    pub fn new(base_url: &str, key: String, model: &str) -> Self {
+    pub fn new(base_url: &str, key: String, model: &str, max_output_tokens: u64) -> Self {
         Gemini {
             base_url: base_url.trim_end_matches('/').to_string(),
             key,
             model: model.to_string(),
+            max_output_tokens,
         }
     }
 
@@ -54,6 +59,9 @@ impl ModelClient for Gemini {
     fn model(&self) -> &str {
         &self.model
     }
+    fn max_output_tokens(&self) -> Option<u64> {
+        Some(self.max_output_tokens)
+    }
     fn tool_format(&self) -> ToolFormat {
         ToolFormat::Google
     }
@@ -64,23 +72,39 @@ impl ModelClient for Gemini {
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ModelError> {
         let headers = [("x-goog-api-key", self.key.as_str())];
-        let mut reply = Assembler::default();
-        http::post_sse(
-            &self.url(),
-            &headers,
-            &request_body(request),
-            &mut |event| {
-                reply.feed(&event_json("google", &event.data)?, on_text)?;
-                Ok(true)
-            },
-        )?;
-        reply.finish()
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &self.url(),
+                &headers,
+                &request_body(request, self.max_output_tokens),
+                &mut |part| match part {
+                    Part::Event(event) => {
+                        reply.feed(&event_json("google", &event.data)?, on_text)?;
+                        Ok(true)
+                    }
+                    // Without `alt=sse` Gemini answers a JSON array of the same
+                    // chunks; a proxy may answer one.
+                    Part::Whole(Value::Array(chunks)) => {
+                        for chunk in &chunks {
+                            reply.feed(chunk, on_text)?;
+                        }
+                        Ok(false)
+                    }
+                    Part::Whole(chunk) => {
+                        reply.feed(&chunk, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
     }
 }
 
 /// The request body (pure). Turns of one role are merged, as Gemini wants
 /// `user` and `model` to alternate.
-pub fn request_body(request: &Request) -> Value {
+pub fn request_body(request: &Request, max_output_tokens: u64) -> Value {
     let mut local_ids = HashSet::new();
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in &request.messages {
@@ -99,7 +123,10 @@ pub fn request_body(request: &Request) -> Value {
                         call["id"] = json!(c.id);
                     }
                     let mut part = json!({"functionCall": call});
-                    if let Some(signature) = &c.signature {
+                    // A session begun with the Responses API keeps reasoning
+                    // items there (a JSON array); Gemini's own signatures are
+                    // base64 and never start with `[`.
+                    if let Some(signature) = c.signature.as_ref().filter(|s| !s.starts_with('[')) {
                         part["thoughtSignature"] = json!(signature);
                     }
                     parts.push(part);
@@ -135,6 +162,7 @@ pub fn request_body(request: &Request) -> Value {
     let mut body = json!({
         "systemInstruction": {"parts": [{"text": request.system}]},
         "contents": contents,
+        "generationConfig": {"maxOutputTokens": max_output_tokens},
     });
     let tools = match &request.tools {
         Value::Array(a) => a.clone(),
@@ -157,7 +185,19 @@ struct Assembler {
     text: String,
     calls: Vec<ToolCall>,
     finish_reason: Option<String>,
+    usage: Option<Usage>,
 }
+
+/// Finish reasons that mean Gemini withheld the answer on purpose.
+const SAFETY_STOPS: &[&str] = &[
+    "SAFETY",
+    "RECITATION",
+    "LANGUAGE",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+];
 
 impl Assembler {
     fn feed(&mut self, chunk: &Value, on_text: &mut dyn FnMut(&str)) -> Result<(), ModelError> {
@@ -171,6 +211,18 @@ impl Assembler {
             return Err(ModelError::Reported(format!(
                 "the prompt was blocked ({reason})"
             )));
+        }
+        let u = &chunk["usageMetadata"];
+        if let Some(input) = u["promptTokenCount"].as_u64() {
+            // Thinking is output the model was paid to write.
+            let output = ["candidatesTokenCount", "thoughtsTokenCount"]
+                .iter()
+                .filter_map(|k| u[*k].as_u64())
+                .sum();
+            self.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+            });
         }
         let Some(candidate) = chunk["candidates"].get(0) else {
             return Ok(());
@@ -211,15 +263,27 @@ impl Assembler {
 
     fn finish(mut self) -> Result<Reply, ModelError> {
         let Some(reason) = self.finish_reason else {
-            return Err(ModelError::Malformed(
+            return Err(ModelError::Broken(
                 "the Gemini stream ended before a finishReason".into(),
             ));
         };
-        if self.text.is_empty() && self.calls.is_empty() && reason != "STOP" {
-            return Err(ModelError::Reported(format!(
-                "the model stopped without an answer (finishReason {reason})"
-            )));
-        }
+        let stop = match reason.as_str() {
+            "MAX_TOKENS" => Stop::Cut,
+            r if SAFETY_STOPS.contains(&r) => {
+                Stop::Refused(format!("stopped by Gemini's safety filters ({r})"))
+            }
+            "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => {
+                return Err(ModelError::Reported(format!(
+                    "the model wrote a tool call Gemini could not read (finishReason {reason})"
+                )))
+            }
+            _ if self.text.is_empty() && self.calls.is_empty() && reason != "STOP" => {
+                return Err(ModelError::Reported(format!(
+                    "the model stopped without an answer (finishReason {reason})"
+                )))
+            }
+            _ => Stop::Complete,
+        };
         // Ids we make up must be unique within the session, which outlives
         // this process when resumed.
         let stamp = SystemTime::now()
@@ -234,6 +298,8 @@ impl Assembler {
         Ok(Reply {
             text: self.text,
             tool_calls: self.calls,
+            stop,
+            usage: self.usage,
         })
     }
 }
@@ -245,12 +311,12 @@ mod tests {
 
     #[test]
     fn url_adds_the_version_unless_given() {
-        let g = Gemini::new("http://127.0.0.1:9/", "k".into(), "gemini-x");
+        let g = Gemini::new("http://127.0.0.1:9/", "k".into(), "gemini-x", 1);
         assert_eq!(
             g.url(),
             "http://127.0.0.1:9/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
         );
-        let g = Gemini::new("http://h/v1", "k".into(), "m");
+        let g = Gemini::new("http://h/v1", "k".into(), "m", 1);
         assert_eq!(
             g.url(),
             "http://h/v1/models/m:streamGenerateContent?alt=sse"
@@ -284,6 +350,35 @@ mod tests {
     }
 
     #[test]
+    fn max_tokens_is_a_cut_and_usage_counts_thoughts() {
+        let mut a = Assembler::default();
+        a.feed(
+            &json!({"candidates":[{"content":{"parts":[{"text":"Half a"}]},"finishReason":"MAX_TOKENS"}],
+                "usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":3,"thoughtsTokenCount":2}}),
+            &mut |_| {},
+        )
+        .unwrap();
+        let reply = a.finish().unwrap();
+        assert_eq!(reply.stop, Stop::Cut);
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                input_tokens: 7,
+                output_tokens: 5
+            })
+        );
+        let mut a = Assembler::default();
+        a.feed(
+            &json!({"candidates":[{"finishReason":"MALFORMED_FUNCTION_CALL"}]}),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(
+            matches!(a.finish(), Err(ModelError::Reported(m)) if m.contains("MALFORMED_FUNCTION_CALL"))
+        );
+    }
+
+    #[test]
     fn empty_stops_blocks_and_early_ends_are_errors() {
         let mut a = Assembler::default();
         a.feed(
@@ -291,7 +386,9 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        assert!(matches!(a.finish(), Err(ModelError::Reported(m)) if m.contains("SAFETY")));
+        assert!(
+            matches!(a.finish(), Ok(Reply { stop: Stop::Refused(m), .. }) if m.contains("SAFETY"))
+        );
         let mut a = Assembler::default();
         let e = a.feed(
             &json!({"promptFeedback":{"blockReason":"OTHER"}}),
@@ -300,7 +397,7 @@ mod tests {
         assert!(matches!(e, Err(ModelError::Reported(_))));
         assert!(matches!(
             Assembler::default().finish(),
-            Err(ModelError::Malformed(_))
+            Err(ModelError::Broken(_))
         ));
     }
 
@@ -342,7 +439,8 @@ mod tests {
             ],
             tools: json!([{"functionDeclarations": [{"name": "glob"}]}]),
         };
-        let body = request_body(&request);
+        let body = request_body(&request, 321);
+        assert_eq!(body["generationConfig"]["maxOutputTokens"], 321);
         assert_eq!(body["systemInstruction"]["parts"][0]["text"], "sys");
         let contents = body["contents"].as_array().unwrap();
         assert_eq!(contents[1]["role"], "model");
@@ -355,10 +453,13 @@ mod tests {
         assert_eq!(responses[1]["functionResponse"]["id"], "fc-1");
         assert!(responses[1]["functionResponse"]["response"].is_object());
         assert_eq!(body["tools"][0]["functionDeclarations"][0]["name"], "glob");
-        let none = request_body(&Request {
-            tools: json!([{"functionDeclarations": []}]),
-            ..request
-        });
+        let none = request_body(
+            &Request {
+                tools: json!([{"functionDeclarations": []}]),
+                ..request
+            },
+            1,
+        );
         assert!(none.get("tools").is_none());
     }
 }

@@ -1,17 +1,18 @@
 //! OpenAI Chat Completions, streaming (`POST {OPENAI_BASE_URL}/chat/completions`
 //! with `"stream": true`), which local servers speaking the same API also
-//! serve. Tool calls arrive as `delta.tool_calls` pieces assembled by
+//! serve; a server that answers with one JSON completion instead is read
+//! as well. Tool calls arrive as `delta.tool_calls` pieces assembled by
 //! `index`, arguments as a JSON string; results go back as `role: "tool"`
-//! messages with the call's `tool_call_id` (design.md, "Provider formats").
-
-use std::collections::BTreeMap;
+//! messages with the call's `tool_call_id`. `finish_reason: "length"` is a
+//! cut reply, `content_filter` and a `refusal` text a refusal; the usage
+//! comes in a last chunk asked for with `stream_options.include_usage`.
 
 use serde_json::{json, Value};
 
-use super::http::{self, event_json};
+use super::http::{self, event_json, Part};
 use super::{
-    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, ToolCall,
-    ToolFormat,
+    parse_arguments, tools_empty, Message, ModelClient, ModelError, Reply, Request, SplitPairs,
+    Stop, ToolCall, ToolFormat, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -20,16 +21,18 @@ pub struct OpenAi {
     base_url: String,
     key: Option<String>,
     model: String,
+    max_output_tokens: u64,
 }
 
 impl OpenAi {
     /// `base_url` ends in `/v1` (decision 12). A key may be absent for a
     /// local server that asks for none.
-    pub fn new(base_url: &str, key: Option<String>, model: &str) -> Self {
+    pub fn new(base_url: &str, key: Option<String>, model: &str, max_output_tokens: u64) -> Self {
         OpenAi {
             base_url: base_url.trim_end_matches('/').to_string(),
             key,
             model: model.to_string(),
+            max_output_tokens,
         }
     }
 }
@@ -40,6 +43,9 @@ impl ModelClient for OpenAi {
     }
     fn model(&self) -> &str {
         &self.model
+    }
+    fn max_output_tokens(&self) -> Option<u64> {
+        Some(self.max_output_tokens)
     }
     fn tool_format(&self) -> ToolFormat {
         ToolFormat::OpenAiChat
@@ -54,26 +60,62 @@ impl ModelClient for OpenAi {
         let auth = self.key.as_ref().map(|k| format!("Bearer {k}"));
         let headers: Vec<(&str, &str)> =
             auth.iter().map(|a| ("authorization", a.as_str())).collect();
-        let mut reply = Assembler::default();
-        http::post_sse(
-            &url,
-            &headers,
-            &request_body(&self.model, request),
-            &mut |event| {
-                if event.data.trim() == "[DONE]" {
-                    reply.done = true;
-                    return Ok(false);
-                }
-                reply.feed(&event_json("openai", &event.data)?, on_text)?;
-                Ok(true)
-            },
-        )?;
-        reply.finish()
+        let limit = Limit::for_base_url(&self.base_url, self.max_output_tokens);
+        http::streamed(on_text, |on_text| {
+            let mut reply = Assembler::default();
+            http::post(
+                &url,
+                &headers,
+                &request_body(&self.model, request, limit),
+                &mut |part| match part {
+                    Part::Event(event) if event.data.trim() == "[DONE]" => {
+                        reply.done = true;
+                        Ok(false)
+                    }
+                    Part::Event(event) => {
+                        reply.feed(&event_json("openai", &event.data)?, on_text)?;
+                        Ok(true)
+                    }
+                    Part::Whole(completion) => {
+                        reply.whole(&completion, on_text)?;
+                        Ok(false)
+                    }
+                },
+            )?;
+            reply.finish()
+        })
+    }
+}
+
+/// The reply limit and the field that carries it: OpenAI's own API wants
+/// `max_completion_tokens` (its reasoning models refuse `max_tokens`), while
+/// the servers that copy the API (vLLM, llama.cpp, Ollama) all read
+/// `max_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limit {
+    pub field: &'static str,
+    pub tokens: u64,
+}
+
+impl Limit {
+    pub fn for_base_url(base_url: &str, tokens: u64) -> Limit {
+        let host = base_url
+            .split_once("://")
+            .map_or(base_url, |(_, rest)| rest)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or("");
+        let field = if host.eq_ignore_ascii_case("api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        Limit { field, tokens }
     }
 }
 
 /// The request body for `messages` (pure, so it is tested without a server).
-pub fn request_body(model: &str, request: &Request) -> Value {
+pub fn request_body(model: &str, request: &Request, limit: Limit) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in &request.messages {
         match message {
@@ -108,24 +150,34 @@ pub fn request_body(model: &str, request: &Request) -> Value {
             }
         }
     }
-    let mut body = json!({"model": model, "messages": messages, "stream": true});
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    body[limit.field] = json!(limit.tokens);
     if !tools_empty(&request.tools) {
         body["tools"] = request.tools.clone();
     }
     body
 }
 
-/// Arguments as OpenAI wants them back: the JSON text; raw text that never
-/// parsed goes back as it came.
-fn arguments_text(arguments: &Value) -> String {
+/// Arguments as OpenAI wants them back: the JSON text of an object. Anything
+/// else (text that never parsed) goes back as `{}`: a strict server refuses
+/// a history holding arguments that are not JSON, and the model has already
+/// been told what was wrong with them.
+pub fn arguments_text(arguments: &Value) -> String {
     match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+        Value::Object(_) => arguments.to_string(),
+        _ => "{}".to_string(),
     }
 }
 
 #[derive(Default)]
 struct PartialCall {
+    /// The stream's `index` for the call, when the server gives one.
+    index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
@@ -135,8 +187,11 @@ struct PartialCall {
 #[derive(Default)]
 struct Assembler {
     text: String,
-    calls: BTreeMap<u64, PartialCall>,
-    finished: bool,
+    pairs: SplitPairs,
+    refusal: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
     done: bool,
 }
 
@@ -150,56 +205,143 @@ impl Assembler {
                 .unwrap_or_else(|| e.to_string());
             return Err(ModelError::Reported(message));
         }
+        if let Some(usage) = usage(&chunk["usage"]) {
+            self.usage = Some(usage);
+        }
         let Some(choice) = chunk["choices"].get(0) else {
             // Usage-only chunks and keep-alives carry no choice.
             return Ok(());
         };
         let delta = &choice["delta"];
         if let Some(text) = delta["content"].as_str() {
-            if !text.is_empty() {
-                self.text.push_str(text);
-                on_text(text);
-            }
+            let shown = self.pairs.piece(text);
+            self.show(&shown, on_text);
         }
-        if let Some(calls) = delta["tool_calls"].as_array() {
-            for (position, piece) in calls.iter().enumerate() {
-                let index = piece["index"].as_u64().unwrap_or(position as u64);
-                let call = self.calls.entry(index).or_default();
-                if let Some(id) = piece["id"].as_str() {
-                    call.id.push_str(id);
-                }
-                if let Some(name) = piece["function"]["name"].as_str() {
-                    call.name.push_str(name);
-                }
-                if let Some(args) = piece["function"]["arguments"].as_str() {
-                    call.arguments.push_str(args);
-                }
-            }
+        if let Some(refusal) = delta["refusal"].as_str() {
+            self.refusal.push_str(refusal);
         }
-        if choice["finish_reason"].is_string() {
-            self.finished = true;
+        for piece in delta["tool_calls"].as_array().into_iter().flatten() {
+            self.call_piece(piece);
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(reason.to_string());
+            let held = self.pairs.rest();
+            self.show(&held, on_text);
         }
         Ok(())
     }
 
+    fn show(&mut self, text: &str, on_text: &mut dyn FnMut(&str)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            on_text(text);
+        }
+    }
+
+    /// Adds one streamed piece of a tool call. Pieces carry the call's
+    /// `index`; some servers leave it out and send each call whole, or its
+    /// first piece with an `id` and the rest without: then a piece with a
+    /// new id starts a new call and one without continues the last.
+    fn call_piece(&mut self, piece: &Value) {
+        let id = piece["id"].as_str().filter(|id| !id.is_empty());
+        let index = piece["index"].as_u64();
+        let found = match index {
+            Some(i) => self.calls.iter().position(|c| c.index == Some(i)),
+            None => match (id, self.calls.last()) {
+                (Some(id), Some(last)) if last.id != id => None,
+                (_, Some(last)) if last.index.is_none() => Some(self.calls.len() - 1),
+                _ => None,
+            },
+        };
+        let at = found.unwrap_or_else(|| {
+            self.calls.push(PartialCall {
+                index,
+                ..PartialCall::default()
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[at];
+        if let Some(id) = id {
+            if call.id != id {
+                call.id.push_str(id);
+            }
+        }
+        if let Some(name) = piece["function"]["name"].as_str() {
+            call.name.push_str(name);
+        }
+        if let Some(args) = piece["function"]["arguments"].as_str() {
+            call.arguments.push_str(args);
+        }
+    }
+
+    /// A whole completion (a server that did not stream).
+    fn whole(
+        &mut self,
+        completion: &Value,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<(), ModelError> {
+        if !completion["error"].is_null() {
+            return self.feed(completion, on_text);
+        }
+        let Some(choice) = completion["choices"].get(0) else {
+            return Err(ModelError::Malformed(format!(
+                "the completion has no choices: {}",
+                http::shorten(&completion.to_string(), 200)
+            )));
+        };
+        let message = &choice["message"];
+        let mut pieces = Vec::new();
+        for (i, call) in message["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let mut piece = call.clone();
+            piece["index"] = json!(i);
+            pieces.push(piece);
+        }
+        let chunk = json!({
+            "choices": [{
+                "delta": {"content": message["content"], "refusal": message["refusal"], "tool_calls": pieces},
+                "finish_reason": choice["finish_reason"],
+            }],
+            "usage": completion["usage"],
+        });
+        self.feed(&chunk, on_text)?;
+        self.done = true;
+        Ok(())
+    }
+
     fn finish(self) -> Result<Reply, ModelError> {
-        if !self.finished && !self.done {
-            return Err(ModelError::Malformed(
+        if self.finish_reason.is_none() && !self.done {
+            return Err(ModelError::Broken(
                 "the OpenAI stream ended before the reply was complete (no finish_reason, no [DONE])"
                     .into(),
             ));
         }
+        let stop = if !self.refusal.is_empty() {
+            Stop::Refused(self.refusal)
+        } else {
+            match self.finish_reason.as_deref() {
+                Some("length") => Stop::Cut,
+                Some("content_filter") => {
+                    Stop::Refused("stopped by OpenAI's content filter (content_filter)".into())
+                }
+                _ => Stop::Complete,
+            }
+        };
         let mut tool_calls = Vec::new();
-        for (index, call) in self.calls {
+        for (position, call) in self.calls.into_iter().enumerate() {
             if call.name.is_empty() {
                 return Err(ModelError::Malformed(format!(
-                    "tool call {index} has no function name"
+                    "tool call {position} has no function name"
                 )));
             }
             let local_id = call.id.is_empty();
             tool_calls.push(ToolCall {
                 id: if local_id {
-                    format!("call_{index}")
+                    format!("call_{position}")
                 } else {
                     call.id
                 },
@@ -212,8 +354,18 @@ impl Assembler {
         Ok(Reply {
             text: self.text,
             tool_calls,
+            stop,
+            usage: self.usage,
         })
     }
+}
+
+/// Chat Completions' `usage` (`prompt_tokens`, `completion_tokens`).
+fn usage(u: &Value) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: u["prompt_tokens"].as_u64()?,
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+    })
 }
 
 #[cfg(test)]
@@ -251,6 +403,124 @@ mod tests {
         assert_eq!(reply.tool_calls[1].arguments, json!({"command": "ls"}));
     }
 
+    fn assemble(chunks: &[Value]) -> Reply {
+        let mut a = Assembler::default();
+        for c in chunks {
+            a.feed(c, &mut |_| {}).unwrap();
+        }
+        a.finish().unwrap()
+    }
+
+    #[test]
+    fn cut_refused_filtered_and_usage() {
+        let cut = assemble(&[
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"file_write","arguments":"{\"content\": \"ab"}}]}}]}),
+            json!({"choices":[{"delta":{},"finish_reason":"length"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}),
+        ]);
+        assert_eq!(cut.stop, Stop::Cut);
+        assert_eq!(cut.tool_calls[0].arguments, json!("{\"content\": \"ab"));
+        assert_eq!(
+            cut.usage,
+            Some(Usage {
+                input_tokens: 10,
+                output_tokens: 20
+            })
+        );
+        let refused = assemble(&[
+            json!({"choices":[{"delta":{"refusal":"I can't "}}]}),
+            json!({"choices":[{"delta":{"refusal":"do that."},"finish_reason":"stop"}]}),
+        ]);
+        assert_eq!(refused.stop, Stop::Refused("I can't do that.".into()));
+        assert!(refused.text.is_empty());
+        let filtered =
+            assemble(&[json!({"choices":[{"delta":{},"finish_reason":"content_filter"}]})]);
+        assert!(matches!(filtered.stop, Stop::Refused(why) if why.contains("content_filter")));
+    }
+
+    #[test]
+    fn calls_without_an_index_are_not_merged() {
+        // Each call whole, in its own chunk, with no index (as some local
+        // servers send them), then a piece that continues the last.
+        let reply = assemble(&[
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"a","type":"function","function":{"name":"glob","arguments":"{\"pattern\":\"*\"}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"grep","arguments":"{\"pattern\":"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\"x\"}"}}]}}]}),
+            json!({"choices":[{"delta":{},"finish_reason":"tool_calls"}]}),
+        ]);
+        let got: Vec<_> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", "glob", json!({"pattern": "*"})),
+                ("b", "grep", json!({"pattern": "x"}))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_surrogate_pair_split_across_chunks_is_joined() {
+        let mut a = Assembler::default();
+        let chunks = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"file_write","arguments":"{\"content\": \"smile \uD83D"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\uDE00\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ];
+        for c in chunks {
+            a.feed(&event_json("openai", c).unwrap(), &mut |_| {})
+                .unwrap();
+        }
+        let reply = a.finish().unwrap();
+        assert_eq!(
+            reply.tool_calls[0].arguments,
+            json!({"content": "smile \u{1F600}"})
+        );
+    }
+
+    #[test]
+    fn a_surrogate_pair_split_across_text_chunks_is_one_character() {
+        let mut a = Assembler::default();
+        let mut shown = String::new();
+        let chunks = [
+            r#"{"choices":[{"delta":{"content":"Done \uD83D"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\uDE00"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+        ];
+        for c in chunks {
+            a.feed(&event_json("openai", c).unwrap(), &mut |t| shown += t)
+                .unwrap();
+        }
+        assert_eq!(shown, "Done \u{1F600}");
+        assert_eq!(a.finish().unwrap().text, "Done \u{1F600}");
+    }
+
+    #[test]
+    fn a_whole_completion_is_read_like_a_stream() {
+        let mut a = Assembler::default();
+        let mut shown = String::new();
+        a.whole(
+            &json!({"choices":[{"index":0,"message":{"role":"assistant","content":"Hi.",
+                "tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}}]},
+                "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}),
+            &mut |t| shown += t,
+        )
+        .unwrap();
+        let reply = a.finish().unwrap();
+        assert_eq!(shown, "Hi.");
+        assert_eq!(reply.tool_calls[0].name, "bash");
+        assert_eq!(reply.usage.unwrap().output_tokens, 2);
+    }
+
+    #[test]
+    fn arguments_go_back_as_object_text_or_empty() {
+        assert_eq!(arguments_text(&json!({"a": 1})), r#"{"a":1}"#);
+        assert_eq!(arguments_text(&json!("{oops")), "{}");
+    }
+
     #[test]
     fn errors_in_the_stream_and_early_ends() {
         let mut a = Assembler::default();
@@ -262,7 +532,7 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        assert!(matches!(a.finish(), Err(ModelError::Malformed(_))));
+        assert!(matches!(a.finish(), Err(ModelError::Broken(_))));
     }
 
     #[test]
@@ -291,7 +561,7 @@ mod tests {
             ],
             tools: json!([{"type": "function", "function": {"name": "bash"}}]),
         };
-        let body = request_body("gpt", &request);
+        let body = request_body("gpt", &request, Limit::for_base_url(DEFAULT_BASE_URL, 99));
         assert_eq!(body["model"], "gpt");
         assert_eq!(body["stream"], true);
         assert_eq!(
@@ -310,13 +580,18 @@ mod tests {
             "{\"tool_success\":true,\"result\":{}}"
         );
         assert_eq!(body["tools"][0]["function"]["name"], "bash");
+        assert_eq!(body["max_completion_tokens"], 99);
+        assert_eq!(body["stream_options"]["include_usage"], true);
         let no_tools = request_body(
             "gpt",
             &Request {
                 tools: json!([]),
                 ..request
             },
+            Limit::for_base_url("http://127.0.0.1:8080/v1", 7),
         );
+        assert_eq!(no_tools["max_tokens"], 7);
+        assert!(no_tools.get("max_completion_tokens").is_none());
         assert!(no_tools.get("tools").is_none());
     }
 }

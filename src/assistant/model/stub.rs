@@ -61,6 +61,7 @@ fn answer(request: &Request) -> Reply {
                         signature: None,
                     })
                     .collect(),
+                ..Reply::default()
             },
             None => {
                 let names = tool_names(&request.tools);
@@ -72,6 +73,7 @@ fn answer(request: &Request) -> Reply {
                 Reply {
                     text: format!("[stub] You said: {text}\nTools offered: {offered}."),
                     tool_calls: vec![],
+                    ..Reply::default()
                 }
             }
         },
@@ -82,10 +84,12 @@ fn answer(request: &Request) -> Reply {
                 .collect::<Vec<_>>()
                 .join("\n"),
             tool_calls: vec![],
+            ..Reply::default()
         },
         _ => Reply {
             text: "[stub] Nothing to answer.".into(),
             tool_calls: vec![],
+            ..Reply::default()
         },
     }
 }

@@ -10,10 +10,14 @@
 //! stays only where Gemini supports it; `required` names only existing
 //! properties; an array always has `items`; an object with no properties
 //! says nothing of them (and a tool without parameters declares none).
-//! Gemini also wants names that start with a letter or `_`: other tools are
-//! left out of its array. Pure.
+//! Gemini has no `$ref`: references are written out where they are used
+//! (`refs.rs`), and a tool whose schema cannot be written out (a recursive
+//! one) is left out, as is a tool whose name Gemini refuses (it wants a
+//! letter or `_` first). `refusal` says why. Pure.
 
 use serde_json::{json, Map, Value};
+
+use super::refs;
 
 /// Keys copied as they are, when present.
 const PLAIN: &[&str] = &[
@@ -34,10 +38,7 @@ const PLAIN: &[&str] = &[
 
 /// The tools array: one `functionDeclarations` list, or `[]` when empty.
 pub fn tools<'a>(schemas: impl Iterator<Item = &'a Value>) -> Value {
-    let declarations: Vec<Value> = schemas
-        .filter(|s| accepts_name(s["name"].as_str().unwrap_or("")))
-        .map(declaration)
-        .collect();
+    let declarations: Vec<Value> = schemas.filter_map(|s| declaration(s).ok()).collect();
     if declarations.is_empty() {
         json!([])
     } else {
@@ -55,14 +56,31 @@ pub fn accepts_name(name: &str) -> bool {
     first_ok && name.len() <= 64 && bytes.all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
 }
 
-/// One function declaration, from a normalised schema.
-pub fn declaration(schema: &Value) -> Value {
+/// Why Gemini cannot be offered the tool of `schema`, or None when it can.
+pub fn refusal(schema: &Value) -> Option<String> {
+    declaration(schema).err()
+}
+
+/// One function declaration, from a normalised schema; Err says why
+/// Gemini cannot take it.
+pub fn declaration(schema: &Value) -> Result<Value, String> {
+    if !accepts_name(schema["name"].as_str().unwrap_or("")) {
+        return Err("Gemini wants a name that starts with a letter or '_'".into());
+    }
+    let params = &schema["parameters"];
+    let flat;
+    let params = if refs::has_refs(params) {
+        flat = refs::inline(params)?;
+        &flat
+    } else {
+        params
+    };
     let mut out = json!({"name": schema["name"], "description": schema["description"]});
-    let parameters = node(&schema["parameters"]);
+    let parameters = node(params);
     if parameters.get("properties").is_some() {
         out["parameters"] = parameters;
     }
-    out
+    Ok(out)
 }
 
 /// Rebuilds one schema node from Gemini's allowed keys.
@@ -332,7 +350,7 @@ mod tests {
             "either": {"type": ["string", "integer"]},
             "free": {"type": "object"}
         }, "required": ["query", "missing"]});
-        let d = declaration(&tool(p));
+        let d = declaration(&tool(p)).unwrap();
         assert_eq!(breach(&d["parameters"], "$"), None, "{d:#}");
         let props = &d["parameters"]["properties"];
         assert_eq!(props["query"], json!({"type": "string", "minLength": 2}));
@@ -368,7 +386,7 @@ mod tests {
 
     #[test]
     fn no_parameters_means_no_parameters_key() {
-        let d = declaration(&tool(json!({"type": "object", "properties": {}})));
+        let d = declaration(&tool(json!({"type": "object", "properties": {}}))).unwrap();
         assert_eq!(d, json!({"name": "t", "description": "d"}));
     }
 

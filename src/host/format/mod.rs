@@ -18,6 +18,7 @@ pub mod anthropic;
 pub mod google;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod refs;
 pub mod strict;
 
 /// The wire formats the host speaks.
@@ -87,24 +88,33 @@ pub fn tools_array(kind: ToolFormat, registry: &Registry) -> Value {
     }
 }
 
-/// The tools `kind` has to leave out of its array, by name: Gemini refuses
-/// names that do not start with a letter or `_`. The person is told.
+/// The tools `kind` has to leave out of its array: Gemini refuses names
+/// that do not start with a letter or `_` (listed by name), and schemas it
+/// cannot express, such as recursive ones (listed as `name (why)`). The
+/// person is told.
 pub fn left_out(kind: ToolFormat, registry: &Registry) -> Vec<String> {
     match kind {
         ToolFormat::Google => registry
             .entries()
             .iter()
-            .filter(|e| !google::accepts_name(&e.name))
-            .map(|e| e.name.clone())
+            .filter_map(|e| {
+                let why = google::refusal(&e.schema)?;
+                Some(if google::accepts_name(&e.name) {
+                    format!("{} ({why})", e.name)
+                } else {
+                    e.name.clone()
+                })
+            })
             .collect(),
         _ => Vec::new(),
     }
 }
 
-/// What to tell the person about the tools `left_out` names.
+/// What to tell the person about the tools `left_out` lists.
 pub fn left_out_notice(names: &[String]) -> String {
     format!(
-        "Gemini refuses tool names that do not start with a letter or '_': not offered to the model: {}",
+        "Gemini refuses tool names that do not start with a letter or '_', and schemas it cannot \
+         express: not offered to the model: {}",
         names.join(", ")
     )
 }

@@ -10,9 +10,18 @@
 //! `format: uri`, ...) are dropped, which only loosens what the model is
 //! held to (the tool still checks). A schema whose meaning strict mode
 //! cannot express (free-form objects, maps, `allOf`, tuples, untyped values,
-//! beyond the documented size limits) is not strict: `None`. Pure.
+//! beyond the documented size limits) is not strict: `None`. References
+//! (`$ref` into `$defs`) are written out where they are used (`refs.rs`);
+//! a schema that cannot be written out (a recursive one) keeps its
+//! references, which strict mode also accepts, each definition made strict.
+//!
+//! The other half of strict mode is `without_optional_nulls`: the model
+//! must send every property, and sends `null` for those it means to leave
+//! out; they are dropped before the tool sees the arguments. Pure.
 
 use serde_json::{json, Map, Value};
+
+use super::refs;
 
 /// String formats strict mode supports.
 const FORMATS: &[&str] = &[
@@ -73,6 +82,11 @@ pub fn declared(params: &Value) -> (Value, bool) {
 pub fn parameters(params: &Value) -> Option<Value> {
     if params["type"] != "object" {
         return None;
+    }
+    if refs::has_refs(params) {
+        if let Ok(flat) = refs::inline(params) {
+            return parameters(&flat);
+        }
     }
     let mut counter = 0;
     let mut out = node(params, 0, &mut counter)?;
@@ -233,6 +247,79 @@ pub fn nullable(mut schema: Value) -> Value {
     schema
 }
 
+/// `arguments` without the optional properties (at any depth) that are
+/// `null`, as `params` (the tool's own schema) says which are optional.
+/// Strict mode makes the model send every property, `null` for "absent";
+/// a tool that does not read `null` as absent must never see those.
+pub fn without_optional_nulls(params: &Value, arguments: &Value) -> Value {
+    let flat;
+    let schema = if refs::has_refs(params) {
+        match refs::inline(params) {
+            Ok(f) => {
+                flat = f;
+                &flat
+            }
+            Err(_) => params,
+        }
+    } else {
+        params
+    };
+    strip(schema, arguments)
+}
+
+fn strip(schema: &Value, value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut out = Map::new();
+            for (key, v) in map {
+                let declared = properties.and_then(|p| p.get(key));
+                if v.is_null() && declared.is_some() && !required.contains(&key.as_str()) {
+                    continue;
+                }
+                let nested = declared.map_or(v.clone(), |d| strip(&alternative(d, v), v));
+                out.insert(key.clone(), nested);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            let item = schema.get("items").cloned().unwrap_or(Value::Null);
+            Value::Array(
+                items
+                    .iter()
+                    .map(|v| strip(&alternative(&item, v), v))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
+/// The schema that describes `value`: `schema` itself, or, for an
+/// `anyOf`/`oneOf`, its first object alternative when `value` is an object
+/// (the alternative it most likely matched).
+fn alternative(schema: &Value, value: &Value) -> Value {
+    for union in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alternatives)) = schema.get(union) {
+            let wanted = if value.is_object() { "object" } else { "array" };
+            if let Some(found) = alternatives.iter().find(|a| {
+                a["type"] == wanted
+                    || a["type"]
+                        .as_array()
+                        .is_some_and(|t| t.contains(&json!(wanted)))
+            }) {
+                return found.clone();
+            }
+        }
+    }
+    schema.clone()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -388,6 +475,47 @@ pub(crate) mod tests {
             deep = json!({"type": "object", "properties": {"d": deep}, "required": ["d"]});
         }
         assert_eq!(parameters(&deep), None);
+    }
+
+    #[test]
+    fn references_are_written_out_or_kept_when_recursive() {
+        let shared = json!({"type": "object", "properties": {
+            "a": {"$ref": "#/$defs/p"}, "b": {"$ref": "#/$defs/p", "description": "B"}},
+            "required": ["a"],
+            "$defs": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}}}});
+        let s = parameters(&shared).unwrap();
+        assert_eq!(breach(&s, "$"), None, "{s:#}");
+        assert!(!s.to_string().contains("$ref"), "{s}");
+        assert_eq!(
+            s["properties"]["b"],
+            json!({"type": ["object", "null"], "description": "B", "properties": {
+                "x": {"type": ["integer", "null"]}}, "required": ["x"], "additionalProperties": false})
+        );
+        let tree = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/node"}},
+            "required": ["root"],
+            "$defs": {"node": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["children"]}}});
+        let s = parameters(&tree).unwrap();
+        assert_eq!(s["properties"]["root"], json!({"$ref": "#/$defs/node"}));
+        assert_eq!(s["$defs"]["node"]["additionalProperties"], false);
+    }
+
+    #[test]
+    fn optional_nulls_go_required_ones_stay() {
+        let params = json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "limit": {"type": "integer"},
+            "keep": {"type": ["string", "null"]},
+            "opts": {"$ref": "#/$defs/opts"},
+            "list": {"type": "array", "items": {"$ref": "#/$defs/opts"}}},
+            "required": ["path", "keep"],
+            "$defs": {"opts": {"type": "object", "properties": {"deep": {"type": "boolean"}}}}});
+        let args = json!({"path": "a", "limit": null, "keep": null,
+            "opts": {"deep": null}, "list": [{"deep": null}, {"deep": true}], "extra": null});
+        assert_eq!(
+            without_optional_nulls(&params, &args),
+            json!({"path": "a", "keep": null, "opts": {}, "list": [{}, {"deep": true}], "extra": null})
+        );
     }
 
     #[test]
