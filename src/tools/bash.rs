@@ -40,7 +40,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["command"]
-  }
+  },
+  "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true}
 }"#;
 
 /// What local-tools.md says a failed spawn reports.
