@@ -10,12 +10,14 @@ use std::process::ExitCode;
 use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
 use self::session::{sessions_dir, Session};
 use self::terminal::{Commands, Style};
+use crate::config::Config;
 use crate::exit;
 use crate::host::cli::Ikigai;
 use crate::host::settings::Settings;
 use crate::host::signals;
 use crate::tool::Env;
 
+pub mod approval;
 pub mod commands;
 pub mod conversation;
 pub mod keys;
@@ -43,10 +45,17 @@ pub struct Options {
 
 /// The assistant as `ikigai` starts it: its options from the command line,
 /// discovery started in the background so the prompt appears at once.
-pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>) -> ExitCode {
+pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>, config: Config) -> ExitCode {
+    let env = Env::from_process();
+    // Options beat environment variables beat the config file.
+    let or_env_or_file = |option: Option<String>, var: &str, file: &Option<String>| {
+        option
+            .or_else(|| env.var(var).map(str::to_string))
+            .or_else(|| file.clone())
+    };
     let options = Options {
-        provider: cli.provider,
-        model: cli.model,
+        provider: or_env_or_file(cli.provider, "IKIGAI_PROVIDER", &config.provider),
+        model: or_env_or_file(cli.model, "IKIGAI_MODEL", &config.model),
         prompt: cli.prompt,
         resume: cli.resume.then_some(resume_id),
         max_tool_rounds: cli.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
