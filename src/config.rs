@@ -240,7 +240,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
 /// The 1-based line of byte `offset`.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The dotted key whose name or value holds byte `offset`, the deepest one.
@@ -345,15 +349,50 @@ env = ["GITHUB_TOKEN"]
     #[test]
     fn wrong_types_and_values_name_file_line_and_key() {
         for (text, line, key, says) in [
-            ("\nnetwork = \"yes\"\n", 2, "network", "invalid type: string"),
-            ("approval = \"sometimes\"\n", 1, "approval", "unknown variant `sometimes`"),
-            ("sandbox = \"none\"\n", 1, "sandbox", "unknown variant `none`"),
+            (
+                "\nnetwork = \"yes\"\n",
+                2,
+                "network",
+                "invalid type: string",
+            ),
+            (
+                "approval = \"sometimes\"\n",
+                1,
+                "approval",
+                "unknown variant `sometimes`",
+            ),
+            (
+                "sandbox = \"none\"\n",
+                1,
+                "sandbox",
+                "unknown variant `none`",
+            ),
             ("a = 1\n", 1, "a", "unknown field"),
-            ("allow = [\"bash\",\n  3]\n", 2, "allow", "invalid type: integer"),
+            (
+                "allow = [\"bash\",\n  3]\n",
+                2,
+                "allow",
+                "invalid type: integer",
+            ),
             ("model_output = 0\n", 1, "model_output", "invalid size 0"),
-            ("model_output = \"lots\"\n", 1, "model_output", "invalid size 'lots'"),
-            ("max_output_tokens = -5\n", 1, "max_output_tokens", "-5 is out of range"),
-            ("[tools.bash]\nenv = \"X\"\n", 2, "tools.bash.env", "invalid type: string"),
+            (
+                "model_output = \"lots\"\n",
+                1,
+                "model_output",
+                "invalid size 'lots'",
+            ),
+            (
+                "max_output_tokens = -5\n",
+                1,
+                "max_output_tokens",
+                "-5 is out of range",
+            ),
+            (
+                "[tools.bash]\nenv = \"X\"\n",
+                2,
+                "tools.bash.env",
+                "invalid type: string",
+            ),
             ("tools = 3\n", 1, "tools", "invalid type: integer"),
         ] {
             let e = err(text);
@@ -384,7 +423,10 @@ env = ["GITHUB_TOKEN"]
         assert_eq!(location(&env), Some((PathBuf::from("/o.toml"), true)));
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().to_str().unwrap();
-        assert_eq!(load(&Env::from_pairs([("HOME", home)])), Ok(Config::default()));
+        assert_eq!(
+            load(&Env::from_pairs([("HOME", home)])),
+            Ok(Config::default())
+        );
         let missing = dir.path().join("nope.toml");
         let e = load(&Env::from_pairs([(CONFIG_VAR, missing.to_str().unwrap())])).unwrap_err();
         assert!(e.to_string().contains("cannot read the config file"), "{e}");

@@ -103,9 +103,7 @@ pub fn main(args: Vec<OsString>) -> Start {
         None if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) => {
             usage_error("ikigai: -p needs a message; it is empty")
         }
-        None => {
-            return Start::Assistant(Box::new(cli), settings, resume_id, Box::new(config))
-        }
+        None => return Start::Assistant(Box::new(cli), settings, resume_id, Box::new(config)),
     })
 }
 

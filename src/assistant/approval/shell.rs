@@ -184,7 +184,8 @@ impl Splitter<'_> {
                         let target_start = self.i;
                         let fd = self.word_end(limit);
                         let word = &self.text[target_start..fd];
-                        let dup = word == "-" || (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()));
+                        let dup = word == "-"
+                            || (!word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()));
                         self.i = fd;
                         if !dup {
                             cur.writes_file = true;
@@ -491,18 +492,33 @@ mod tests {
     #[test]
     fn substitutions_and_subshells_are_commands_too() {
         assert_eq!(texts("echo $(rm -rf /)"), ["rm -rf /", "echo $(rm -rf /)"]);
-        assert_eq!(texts("echo `whoami; id`"), ["whoami", "id", "echo `whoami; id`"]);
+        assert_eq!(
+            texts("echo `whoami; id`"),
+            ["whoami", "id", "echo `whoami; id`"]
+        );
         assert_eq!(
             texts(r#"echo "today: $(date; rm x)""#),
             ["date", "rm x", r#"echo "today: $(date; rm x)""#]
         );
         assert_eq!(texts("echo '$(rm x)'"), ["echo '$(rm x)'"]);
-        assert_eq!(texts("diff <(ls a) <(ls b)"), ["ls a", "ls b", "diff <(ls a) <(ls b)"]);
-        assert_eq!(texts("tee >(gzip > x.gz)"), ["gzip > x.gz", "tee >(gzip > x.gz)"]);
+        assert_eq!(
+            texts("diff <(ls a) <(ls b)"),
+            ["ls a", "ls b", "diff <(ls a) <(ls b)"]
+        );
+        assert_eq!(
+            texts("tee >(gzip > x.gz)"),
+            ["gzip > x.gz", "tee >(gzip > x.gz)"]
+        );
         assert_eq!(texts("(cd src && make) ; ls"), ["cd src", "make", "ls"]);
         assert_eq!(texts("{ a; b; }"), ["a", "b"]);
-        assert_eq!(texts("echo $(echo $(id))"), ["id", "echo $(id)", "echo $(echo $(id))"]);
-        assert_eq!(texts("echo $((1 + 2)) ${HOME} $"), ["echo $((1 + 2)) ${HOME} $"]);
+        assert_eq!(
+            texts("echo $(echo $(id))"),
+            ["id", "echo $(id)", "echo $(echo $(id))"]
+        );
+        assert_eq!(
+            texts("echo $((1 + 2)) ${HOME} $"),
+            ["echo $((1 + 2)) ${HOME} $"]
+        );
     }
 
     #[test]
@@ -558,13 +574,23 @@ mod tests {
 
     #[test]
     fn what_cannot_be_read_is_an_error() {
-        for bad in ["echo 'open", "echo \"open", "echo $(ls", "echo `ls", "(ls", "cat <<"] {
+        for bad in [
+            "echo 'open",
+            "echo \"open",
+            "echo $(ls",
+            "echo `ls",
+            "(ls",
+            "cat <<",
+        ] {
             assert!(split(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn multibyte_text_is_kept() {
-        assert_eq!(texts("echo 'héllo; wörld' ; ls ü"), ["echo 'héllo; wörld'", "ls ü"]);
+        assert_eq!(
+            texts("echo 'héllo; wörld' ; ls ü"),
+            ["echo 'héllo; wörld'", "ls ü"]
+        );
     }
 }
