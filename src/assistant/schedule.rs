@@ -25,21 +25,26 @@ pub fn batches(read_only: &[bool]) -> Vec<Range<usize>> {
 mod tests {
     use super::*;
 
-    fn of(pattern: &str) -> Vec<Range<usize>> {
+    /// The batches of calls written as `r` (read-only) and `w` (any other),
+    /// as (start, end) pairs.
+    fn of(pattern: &str) -> Vec<(usize, usize)> {
         let read_only: Vec<bool> = pattern.chars().map(|c| c == 'r').collect();
         batches(&read_only)
+            .into_iter()
+            .map(|r| (r.start, r.end))
+            .collect()
     }
 
     #[test]
     fn reads_together_everything_else_alone_in_order() {
-        assert_eq!(of(""), Vec::<Range<usize>>::new());
-        assert_eq!(of("r"), [0..1]);
-        assert_eq!(of("w"), [0..1]);
-        assert_eq!(of("rrr"), [0..3]);
-        assert_eq!(of("www"), [0..1, 1..2, 2..3]);
-        assert_eq!(of("wr"), [0..1, 1..2]);
-        assert_eq!(of("rrwrrw"), [0..2, 2..3, 3..5, 5..6]);
-        assert_eq!(of("rwwr"), [0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(of(""), Vec::<(usize, usize)>::new());
+        assert_eq!(of("r"), [(0, 1)]);
+        assert_eq!(of("w"), [(0, 1)]);
+        assert_eq!(of("rrr"), [(0, 3)]);
+        assert_eq!(of("www"), [(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(of("wr"), [(0, 1), (1, 2)]);
+        assert_eq!(of("rrwrrw"), [(0, 2), (2, 3), (3, 5), (5, 6)]);
+        assert_eq!(of("rwwr"), [(0, 1), (1, 2), (2, 3), (3, 4)]);
     }
 
     #[test]

@@ -160,12 +160,13 @@ impl Approval {
         if read_only {
             return Verdict::Run;
         }
-        let allowed = self
+        let rules: Vec<&Rule> = self
             .allow
             .iter()
             .map(|s| &s.rule)
             .chain(&self.session)
-            .any(|r| r.allows(tool, arguments, &self.place));
+            .collect();
+        let allowed = rules::allowed(&rules, tool, arguments, &self.place);
         if allowed && !self.unsandboxed {
             return Verdict::Run;
         }
@@ -399,7 +400,7 @@ mod tests {
         json!({ "command": c })
     }
 
-    const NO: AtomicBool = AtomicBool::new(false);
+    static NO: AtomicBool = AtomicBool::new(false);
 
     #[test]
     fn auto_runs_all_but_what_a_deny_rule_matches() {

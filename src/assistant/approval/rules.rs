@@ -88,9 +88,11 @@ impl Rule {
                 Some(host) if !host.trim().is_empty() && !host.contains(['/', '*']) => {
                     Pattern::Domain(host.trim().trim_start_matches('.').to_ascii_lowercase())
                 }
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "rule '{text}': web_fetch takes domain:HOST (e.g. web_fetch(domain:docs.rs))"
-                )),
+                ))
+                }
             },
             t if path_argument(t).is_some() => Pattern::Path(pattern.to_string()),
             _ => {
@@ -155,24 +157,10 @@ impl Command {
 }
 
 impl Rule {
-    /// Whether this allow rule lets the call run without asking.
+    /// Whether this rule alone lets the call run without asking.
+    #[cfg(test)]
     pub fn allows(&self, tool: &str, arguments: &Value, place: &Place) -> bool {
-        if self.tool != tool {
-            return false;
-        }
-        match &self.pattern {
-            None => true,
-            Some(pattern) if tool == "bash" => {
-                let command = Command::of(arguments);
-                match command.parts {
-                    Some(parts) if !parts.is_empty() => parts
-                        .iter()
-                        .all(|p| !p.writes_file && command_matches(pattern, &p.text)),
-                    _ => false,
-                }
-            }
-            Some(pattern) => self.matches_other(pattern, tool, arguments, place),
-        }
+        allowed(&[self], tool, arguments, place)
     }
 
     /// Whether this deny rule refuses the call.
@@ -220,6 +208,35 @@ impl Rule {
                 .is_some_and(|host| host == *domain || host.ends_with(&format!(".{domain}"))),
             Pattern::Command(_) | Pattern::Words(_) => false,
         }
+    }
+}
+
+/// Whether `rules` (allow rules) let the call run without asking: a rule
+/// for the whole tool does; for bash, every part of the command must be
+/// matched by one of the rules and none may write into a file; for other
+/// tools, one rule must match.
+pub fn allowed(rules: &[&Rule], tool: &str, arguments: &Value, place: &Place) -> bool {
+    let mine: Vec<&Rule> = rules.iter().copied().filter(|r| r.tool == tool).collect();
+    if mine.iter().any(|r| r.pattern.is_none()) {
+        return true;
+    }
+    if tool != "bash" {
+        return mine.iter().any(|r| {
+            r.pattern
+                .as_ref()
+                .is_some_and(|p| r.matches_other(p, tool, arguments, place))
+        });
+    }
+    match Command::of(arguments).parts {
+        Some(parts) if !parts.is_empty() => parts.iter().all(|part| {
+            !part.writes_file
+                && mine.iter().any(|r| {
+                    r.pattern
+                        .as_ref()
+                        .is_some_and(|p| command_matches(p, &part.text))
+                })
+        }),
+        _ => false,
     }
 }
 
@@ -429,6 +446,35 @@ mod tests {
         assert!(!rule("bash(*)").allows("bash", &bash(""), &p));
         // ...but a rule for the whole tool allows it.
         assert!(rule("bash").allows("bash", &bash("echo 'open"), &p));
+    }
+
+    #[test]
+    fn each_part_may_be_allowed_by_another_rule() {
+        let p = place();
+        let (echo, tr) = (rule("bash(echo *)"), rule("bash(tr *)"));
+        let both = [&echo, &tr];
+        assert!(allowed(
+            &both,
+            "bash",
+            &bash("echo a && echo b | tr a-z A-Z"),
+            &p
+        ));
+        assert!(!allowed(&both, "bash", &bash("echo a | sort"), &p));
+        assert!(!allowed(&both, "bash", &bash("echo a | tr a b > f"), &p));
+        assert!(!allowed(&[], "bash", &bash("echo a"), &p));
+        let read = rule("file_read(src/*)");
+        assert!(allowed(
+            &[&echo, &read],
+            "file_read",
+            &json!({"file_path": "src/a"}),
+            &p
+        ));
+        assert!(!allowed(
+            &[&echo, &read],
+            "file_read",
+            &json!({"file_path": "a"}),
+            &p
+        ));
     }
 
     #[test]
