@@ -606,3 +606,20 @@ fn at_a_terminal_a_allows_commands_that_start_alike_for_the_session() {
     let screen = t.expect("[exit ", 1);
     assert!(screen.contains("[exit 0]"), "{screen}");
 }
+
+#[test]
+fn at_a_terminal_ctrl_c_at_the_question_runs_nothing() {
+    if tmux_missing() {
+        return;
+    }
+    let home = home();
+    link_tools(home.path());
+    let msg = message(&[("bash", json!({"command": "touch made.txt"}))]);
+    let t = Tmux::start(home.path(), &["-p", &msg]);
+    t.expect("Run it?", 1);
+    t.keys(&["C-c"]);
+    let screen = t.expect("[exit ", 1);
+    assert!(screen.contains("[exit 130]"), "{screen}");
+    assert!(screen.contains("Interrupted"), "{screen}");
+    assert!(!home.path().join("made.txt").exists());
+}
