@@ -13,7 +13,7 @@
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -47,12 +47,12 @@ impl Outputs {
             return Ok(dir.clone());
         }
         if self.temp.is_none() {
-            // tempfile makes the directory 0700.
-            self.temp = Some(
-                tempfile::Builder::new()
-                    .prefix("ikigai-outputs-")
-                    .tempdir()?,
-            );
+            let temp = tempfile::Builder::new()
+                .prefix("ikigai-outputs-")
+                .tempdir()?;
+            // Private before anything is written into it.
+            std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700))?;
+            self.temp = Some(temp);
         }
         Ok(self
             .temp
@@ -275,7 +275,7 @@ mod tests {
         let e = envelope(
             "file_read",
             json!({"tool_success": true, "result": result}),
-            100,
+            300,
             &mut save_into(&mut saved),
         );
         let text = e["result"].as_str().unwrap();
