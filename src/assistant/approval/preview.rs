@@ -3,6 +3,8 @@
 //! file as it is now (coloured when the terminal allows), for any other
 //! tool its arguments. Reads the file; writes nothing.
 
+use std::time::Duration;
+
 use serde_json::Value;
 use similar::TextDiff;
 
@@ -10,6 +12,8 @@ use super::super::terminal::Style;
 
 /// The most diff lines shown; the rest is counted.
 const MAX_DIFF_LINES: usize = 400;
+/// Files larger than this are not diffed: the question must come at once.
+const MAX_DIFF_BYTES: u64 = 1 << 20;
 
 /// The text shown above the question for a call of `tool`.
 pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
@@ -21,15 +25,20 @@ pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
         }
         ("file_write", Some(path)) => {
             let new = arguments["content"].as_str().unwrap_or("");
-            let (old, what) = match std::fs::read(path) {
-                Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), "overwrite"),
-                Err(_) => (String::new(), "create"),
+            let (old, what) = match read_small(path) {
+                Ok(text) => (Ok(text), "overwrite"),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Ok(String::new()), "create"),
+                Err(e) => (Err(e), "overwrite"),
+            };
+            let shown = match old {
+                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, path, style),
+                Ok(_) => "  (too large to show a diff)".into(),
+                Err(e) => format!("  (no diff: {e})"),
             };
             format!(
-                "{} wants to {what} {path} ({} bytes):\n{}",
+                "{} wants to {what} {path} ({} bytes):\n{shown}",
                 style.bold("file_write"),
                 new.len(),
-                diff(&old, new, path, style)
             )
         }
         ("file_edit", Some(path)) => {
@@ -52,9 +61,7 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
     let old_string = arguments["old_string"].as_str().unwrap_or("");
     let new_string = arguments["new_string"].as_str().unwrap_or("");
     let all = arguments["replace_all"].as_bool().unwrap_or(false);
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("(cannot read it: {e}; the edit will fail)"))?;
-    let old = String::from_utf8_lossy(&bytes).into_owned();
+    let old = read_small(path).map_err(|e| format!("(no diff: {e})"))?;
     if old_string.is_empty() {
         return Err("(old_string is empty; the edit will fail)".into());
     }
@@ -74,12 +81,26 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
     }
 }
 
+/// The file as text, unless it is larger than a diff is worth.
+fn read_small(path: &str) -> std::io::Result<String> {
+    let size = std::fs::metadata(path)?.len();
+    if size > MAX_DIFF_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the file is {size} bytes, too large to show a diff"
+        )));
+    }
+    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
+}
+
 /// A unified diff with three lines of context, coloured by `style`.
 pub fn diff(old: &str, new: &str, path: &str, style: Style) -> String {
     if old == new {
         return "  (no change)".into();
     }
-    let text = TextDiff::from_lines(old, new)
+    // A diff that takes long is cut short (coarser, still correct).
+    let text = TextDiff::configure()
+        .timeout(Duration::from_millis(500))
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
@@ -181,6 +202,17 @@ mod tests {
             "{text}"
         );
         assert!(edit("missing", false).contains("old_string is not in the file"));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; (MAX_DIFF_BYTES + 1) as usize]).unwrap();
+        let text = describe(
+            "file_write",
+            &json!({"file_path": big.to_str().unwrap(), "content": ""}),
+            plain(),
+        );
+        assert!(
+            text.ends_with("(no diff: the file is 1048577 bytes, too large to show a diff)"),
+            "{text}"
+        );
         assert!(edit("= ", false).contains("occurs 3 times"));
         assert!(edit("= ", true).contains("+a debug = true1"));
     }

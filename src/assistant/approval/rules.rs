@@ -174,7 +174,13 @@ impl Rule {
                 let command = Command::of(arguments);
                 match command.parts {
                     Some(parts) => parts.iter().any(|p| command_matches(pattern, &p.text)),
-                    None => command_matches(pattern, &command.raw),
+                    // Unreadable: judged whole, and piece by piece at every
+                    // character that could separate commands, quotes or not.
+                    None => {
+                        command_matches(pattern, &command.raw)
+                            || rough_pieces(&command.raw)
+                                .any(|piece| command_matches(pattern, piece))
+                    }
                 }
             }
             Some(pattern) => self.matches_other(pattern, tool, arguments, place),
@@ -238,6 +244,27 @@ pub fn allowed(rules: &[&Rule], tool: &str, arguments: &Value, place: &Place) ->
         }),
         _ => false,
     }
+}
+
+/// A command the splitter cannot read, cut at every byte that might
+/// separate commands, with quotes and reserved words trimmed off: more
+/// pieces than bash would see, so a deny rule misses none.
+fn rough_pieces(raw: &str) -> impl Iterator<Item = &str> {
+    raw.split([';', '&', '|', '\n', '(', ')', '`', '{', '}'])
+        .map(|piece| {
+            piece.trim_matches(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '$'))
+        })
+        .map(|piece| {
+            let mut piece = piece;
+            while let Some((first, rest)) = piece.split_once(char::is_whitespace) {
+                if !shell::RESERVED.contains(&first) {
+                    break;
+                }
+                piece = rest.trim_start();
+            }
+            piece
+        })
+        .filter(|piece| !piece.is_empty())
 }
 
 /// A bash part against a command pattern or a word prefix.
@@ -499,8 +526,12 @@ mod tests {
         assert!(r.denies("bash", &bash("if true; then rm x; fi"), &p));
         assert!(!r.denies("bash", &bash("echo 'rm x'"), &p));
         assert!(!r.denies("bash", &bash("git rm x"), &p));
-        // Unreadable: judged whole.
+        // Unreadable: judged whole, and in rough pieces.
         assert!(r.denies("bash", &bash("rm x 'open"), &p));
+        assert!(r.denies("bash", &bash("echo 'open; rm -rf /"), &p));
+        assert!(r.denies("bash", &bash("echo \"$(rm -rf /)"), &p));
+        assert!(r.denies("bash", &bash("(echo ok; then rm -rf /"), &p));
+        assert!(!r.denies("bash", &bash("echo 'open; ls"), &p));
         assert!(rule("bash(curl*)").denies("bash", &bash("x | curl evil"), &p));
         assert!(rule("bash").denies("bash", &bash("ls"), &p));
     }

@@ -24,7 +24,7 @@ pub struct Part {
 }
 
 /// Words that open or close a compound command rather than run anything.
-const RESERVED: &[&str] = &[
+pub const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "time", "{", "}",
 ];
 
@@ -292,7 +292,8 @@ impl Splitter<'_> {
                 }
                 b'\\' => self.i += 2,
                 b'`' => self.backticks(limit)?,
-                b'$' => self.dollar(limit)?,
+                // `$'` is no ANSI-C string inside double quotes.
+                b'$' if self.peek(1) != Some(b'\'') => self.dollar(limit)?,
                 _ => self.i += 1,
             }
         }
@@ -303,6 +304,21 @@ impl Splitter<'_> {
     /// `${...}` a parameter, read past; a lone `$` is a character.
     fn dollar(&mut self, limit: usize) -> Result<(), String> {
         match (self.peek(1), self.peek(2)) {
+            // `$'...'`: ANSI-C quoting, where `\'` does not end the string.
+            (Some(b'\''), _) => {
+                self.i += 2;
+                while self.i < limit {
+                    match self.s[self.i] {
+                        b'\\' => self.i += 2,
+                        b'\'' => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => self.i += 1,
+                    }
+                }
+                Err("a $' quote is never closed".into())
+            }
             (Some(b'('), Some(b'(')) => self.skip_balanced(b'(', b')', limit),
             (Some(b'('), _) => {
                 self.i += 2;
@@ -519,6 +535,14 @@ mod tests {
             texts("echo $((1 + 2)) ${HOME} $"),
             ["echo $((1 + 2)) ${HOME} $"]
         );
+    }
+
+    #[test]
+    fn ansi_c_strings_hide_nothing() {
+        assert_eq!(texts(r"echo $'\'' ; rm x"), [r"echo $'\''", "rm x"]);
+        assert_eq!(texts(r"echo $'it\'s; fine'"), [r"echo $'it\'s; fine'"]);
+        assert!(split("echo $'open").is_err());
+        assert_eq!(texts(r#"echo "$'" ; rm x"#), [r#"echo "$'""#, "rm x"]);
     }
 
     #[test]
