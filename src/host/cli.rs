@@ -42,11 +42,12 @@ pub struct Ikigai {
     pub max_output: Option<usize>,
 
     /// the assistant's model provider: openai, anthropic, google or stub
-    /// (default: $IKIGAI_PROVIDER, else the first that has a key)
+    /// (default: $IKIGAI_PROVIDER, else config, else the first that has a key)
     #[argh(option, arg_name = "NAME")]
     pub provider: Option<String>,
 
-    /// the assistant's model (default: $IKIGAI_MODEL, else the provider's)
+    /// the assistant's model (default: $IKIGAI_MODEL, else config, else the
+    /// provider's)
     #[argh(option, arg_name = "MODEL")]
     pub model: Option<String>,
 
