@@ -3,10 +3,11 @@
 //! tool calls in the reply are approved (`approval`) and run through the
 //! host, consecutive read-only calls at once and every other call alone, in
 //! the model's order (`schedule`), and their envelopes, cut to what the
-//! model should read (`for_model`), go back in that order; this repeats until the model
-//! answers with text, for at most `--max-tool-rounds` rounds. Every step is
-//! written to the session log as it happens. A provider error is shown and
-//! leaves the conversation as it was, so the next message goes on.
+//! model should read (`for_model`), go back in that order; this repeats
+//! until the model answers with text, for at most `--max-tool-rounds`
+//! rounds. Every step is written to the session log as it happens. A
+//! provider error is shown and leaves the conversation as it was, so the
+//! next message goes on.
 //!
 //! The loop reaches tools only through `ToolHost` and the person only
 //! through `Ui`, so it is tested with a fake host and a scripted model.
