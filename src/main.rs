@@ -5,6 +5,7 @@
 mod args;
 mod assistant;
 mod capture;
+mod config;
 mod credentials;
 mod dispatch;
 mod env;
@@ -27,8 +28,8 @@ fn main() -> ExitCode {
         Personality::Tool(tool, rest) => runner::run(tool, &rest),
         Personality::Host(rest) => match host::main(rest) {
             host::Start::Done(code) => code,
-            host::Start::Assistant(cli, settings, resume_id) => {
-                assistant::main(*cli, settings, resume_id)
+            host::Start::Assistant(cli, settings, resume_id, config) => {
+                assistant::main(*cli, settings, resume_id, *config)
             }
         },
         Personality::List => {

@@ -1,10 +1,13 @@
 //! The conversation loop (issue 5, "The loop"): a message goes to the model
 //! with the conversation so far, the system prompt and the host's tools;
-//! tool calls in the reply run through the host, several at once, and their
-//! envelopes go back in the model's order; this repeats until the model
-//! answers with text, for at most `--max-tool-rounds` rounds. Every step is
-//! written to the session log as it happens. A provider error is shown and
-//! leaves the conversation as it was, so the next message goes on.
+//! tool calls in the reply are approved (`approval`) and run through the
+//! host, consecutive read-only calls at once and every other call alone, in
+//! the model's order (`schedule`), and their envelopes, cut to what the
+//! model should read (`for_model`), go back in that order; this repeats
+//! until the model answers with text, for at most `--max-tool-rounds`
+//! rounds. Every step is written to the session log as it happens. A
+//! provider error is shown and leaves the conversation as it was, so the
+//! next message goes on.
 //!
 //! Replies are taken as providers really send them: a reply cut at the
 //! output limit is shown as cut and none of its tool calls runs (each is
@@ -25,10 +28,13 @@ use std::sync::{mpsc, Arc};
 
 use serde_json::{json, Value};
 
+use super::approval::{Approval, Verdict};
+use super::for_model::{self, Outputs, DEFAULT_MODEL_OUTPUT};
 use super::model::{
     arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
     ToolCall, ToolFormat, ToolResult, Usage,
 };
+use super::schedule;
 use super::session::{Entry, Session};
 use crate::host::call::CallOutcome;
 use crate::host::envelope::{Envelope, Failure};
@@ -57,6 +63,12 @@ pub trait ToolHost: Sync {
     /// The `parameters` schema of tool `name`, as the tool declares it.
     fn parameters(&self, _name: &str) -> Option<Value> {
         None
+    }
+
+    /// True when the tool declared itself read-only (`readOnlyHint`): its
+    /// calls may run together and need no approval.
+    fn read_only(&self, _name: &str) -> bool {
+        false
     }
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
@@ -104,6 +116,12 @@ pub struct Conversation {
     log: Log,
     /// Tools already said to be left out of the provider's array.
     told_left_out: Vec<String>,
+    /// Who says whether a call may run (by default, every call runs).
+    approval: Approval,
+    /// The most bytes of each output the model sees (`--model-output`).
+    model_output: usize,
+    /// Where the whole of a cut output is saved.
+    outputs: Outputs,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -134,7 +152,22 @@ impl Conversation {
             max_tool_rounds,
             log: Log::Off,
             told_left_out: Vec::new(),
+            approval: Approval::run_all(),
+            model_output: DEFAULT_MODEL_OUTPUT,
+            outputs: Outputs::new(None),
         }
+    }
+
+    /// Asks `approval` before each call.
+    pub fn with_approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Shows the model at most `bytes` of each output.
+    pub fn with_model_output(mut self, bytes: usize) -> Self {
+        self.model_output = bytes;
+        self
     }
 
     /// Continues from `messages` (a resumed session).
@@ -365,11 +398,13 @@ impl Conversation {
         }
     }
 
-    /// Runs `calls` at once, shows each outcome as it ends, logs each, and
-    /// returns the results in the order of the calls. A call with a
-    /// `preset` envelope is not run: that envelope is its answer. Under
-    /// `strict` (OpenAI strict mode), a strict tool's optional parameters
-    /// that the model set to `null` are dropped first.
+    /// Runs `calls` in the order `schedule` gives (consecutive reads at
+    /// once, anything else alone), each once approval lets it; shows each
+    /// outcome as it ends, logs what the model will see of it, and returns
+    /// the results in the order of the calls. A call with a `preset`
+    /// envelope is not run: that envelope is its answer. Under `strict`
+    /// (OpenAI strict mode), a strict tool's optional parameters that the
+    /// model set to `null` are dropped before it runs.
     fn run_calls(
         &mut self,
         calls: &[ToolCall],
@@ -379,17 +414,79 @@ impl Conversation {
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
     ) -> Vec<ToolResult> {
-        for call in calls {
-            ui.tool_call(call);
+        let read_only: Vec<bool> = calls.iter().map(|c| host.read_only(&c.name)).collect();
+        let mut envelopes: Vec<Option<Value>> = vec![None; calls.len()];
+        let mut preset = preset;
+        for batch in schedule::batches(&read_only) {
+            let mut approved = Vec::new();
+            for index in batch {
+                let call = &calls[index];
+                ui.tool_call(call);
+                let refusal = if let Some(envelope) = preset[index].take() {
+                    Some(envelope)
+                } else if cancel.load(Ordering::SeqCst) {
+                    Some(Envelope::refused(
+                        Failure::Cancelled,
+                        format!("Tool '{}' was not run: the user interrupted", call.name),
+                    ))
+                } else if !call.arguments.is_object() {
+                    None // the host answers INVALID_PARAMS; nothing to approve
+                } else {
+                    match self
+                        .approval
+                        .check(&call.name, &call.arguments, read_only[index], cancel)
+                    {
+                        Verdict::Run => None,
+                        Verdict::Refuse(why) => Some(Envelope::denied(why)),
+                    }
+                };
+                match refusal {
+                    Some(envelope) => {
+                        let outcome = CallOutcome::new(envelope, vec![]);
+                        envelopes[index] = Some(self.finish_call(call, outcome, ui));
+                    }
+                    None => approved.push(index),
+                }
+            }
+            self.run_together(&approved, calls, strict, host, ui, cancel, &mut envelopes);
         }
-        let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
+        calls
+            .iter()
+            .zip(envelopes)
+            .map(|(call, envelope)| ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                // A call thread that died (a panic in the host) still answers.
+                envelope: envelope.unwrap_or_else(|| {
+                    Envelope::refused(
+                        Failure::Crashed,
+                        format!("Tool '{}' produced no result", call.name),
+                    )
+                    .to_json()
+                }),
+            })
+            .collect()
+    }
+
+    /// Runs the calls at `indices` at once and finishes each as it ends.
+    #[allow(clippy::too_many_arguments)]
+    fn run_together(
+        &mut self,
+        indices: &[usize],
+        calls: &[ToolCall],
+        strict: bool,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+        envelopes: &mut [Option<Value>],
+    ) {
+        if indices.is_empty() {
+            return;
+        }
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
-            for ((index, call), preset) in calls.iter().enumerate().zip(preset) {
-                if let Some(envelope) = preset {
-                    let _ = tx.send((index, CallOutcome::new(envelope, vec![])));
-                    continue;
-                }
+            for &index in indices {
+                let call = &calls[index];
                 let arguments = match host.parameters(&call.name) {
                     Some(params) if strict && strict::parameters(&params).is_some() => {
                         strict::without_optional_nulls(&params, &call.arguments)
@@ -403,50 +500,49 @@ impl Conversation {
                 });
             }
             drop(tx);
-            let label = match calls.len() {
-                1 => format!("running {}", calls[0].name),
-                n => format!("running {n} tools"),
+            let label = match indices {
+                [one] => format!("running {}", calls[*one].name),
+                many => format!("running {} tools", many.len()),
             };
             ui.waiting(&label);
+            let mut running = indices.len();
             for (index, outcome) in rx {
-                let call = &calls[index];
-                ui.tool_outcome(call, &outcome);
-                for event in &outcome.events {
-                    ui.event(event);
-                }
-                self.log(
-                    Entry::ToolResult {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        envelope: outcome.envelope.to_json(),
-                        events: outcome.events.clone(),
-                    },
-                    ui,
-                );
-                outcomes[index] = Some(outcome);
-                if outcomes.iter().any(Option::is_none) {
+                envelopes[index] = Some(self.finish_call(&calls[index], outcome, ui));
+                running -= 1;
+                if running > 0 {
                     ui.waiting(&label);
                 }
             }
         });
-        calls
-            .iter()
-            .zip(outcomes)
-            .map(|(call, outcome)| ToolResult {
+    }
+
+    /// Shows how a call ended, cuts its envelope to what the model sees
+    /// (the whole outputs saved beside the session) and logs that.
+    fn finish_call(&mut self, call: &ToolCall, outcome: CallOutcome, ui: &mut dyn Ui) -> Value {
+        ui.tool_outcome(call, &outcome);
+        for event in &outcome.events {
+            ui.event(event);
+        }
+        if let Log::Open { session, .. } = &self.log {
+            self.outputs.set_dir(session.path().with_extension(""));
+        }
+        let outputs = &mut self.outputs;
+        let envelope = for_model::envelope(
+            &call.name,
+            outcome.envelope.to_json(),
+            self.model_output,
+            &mut |what, text| outputs.save(&call.id, what, text.as_bytes()),
+        );
+        self.log(
+            Entry::ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                // A call thread that died (a panic in the host) still answers.
-                envelope: outcome
-                    .map(|o| o.envelope)
-                    .unwrap_or_else(|| {
-                        Envelope::refused(
-                            Failure::Crashed,
-                            format!("Tool '{}' produced no result", call.name),
-                        )
-                    })
-                    .to_json(),
-            })
-            .collect()
+                envelope: envelope.clone(),
+                events: outcome.events,
+            },
+            ui,
+        );
+        envelope
     }
 
     /// A refusal or safety stop: shown as what it is, and kept out of the
@@ -715,6 +811,10 @@ mod tests {
                     "path": {"type": "string"}, "limit": {"type": "integer"}},
                     "required": ["path"]})
             })
+        }
+
+        fn read_only(&self, name: &str) -> bool {
+            name == "slow"
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
@@ -1017,6 +1117,109 @@ mod tests {
                 "{format:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_call_that_may_write_runs_alone_between_the_reads() {
+        // Run all at once, the quick calls would end before the slow one.
+        let model = Scripted::new(vec![
+            calls(vec![
+                call("a", "slow", json!({"ms": 150, "n": 1})),
+                call("b", "echo", json!({"x": 1})),
+                call("c", "slow", json!({"ms": 0, "n": 2})),
+                call("d", "slow", json!({"ms": 0, "n": 3})),
+            ]),
+            text("done"),
+        ]);
+        let mut c = conversation(&model, 25);
+        let mut ui = Record::default();
+        c.send("go", &host(), &mut ui, &AtomicBool::new(false));
+        let shown: Vec<&str> =
+            ui.0.iter()
+                .filter(|l| l.starts_with("outcome") || l.starts_with("call"))
+                .map(String::as_str)
+                .collect();
+        assert_eq!(
+            shown[..4],
+            [
+                "call slow(ms: 150, n: 1)",
+                "outcome slow ok, 7 bytes",
+                "call echo(x: 1)",
+                "outcome echo ok, 7 bytes"
+            ]
+        );
+        assert_eq!(
+            shown[4..6],
+            ["call slow(ms: 0, n: 2)", "call slow(ms: 0, n: 3)"]
+        );
+    }
+
+    #[test]
+    fn a_denied_call_tells_the_model_who_refused_and_the_turn_goes_on() {
+        use crate::assistant::approval::{rules::Rule, Mode, Sourced};
+        let model = Scripted::new(vec![
+            calls(vec![
+                call("a", "echo", json!({"x": 1})),
+                call("b", "slow", json!({"n": 2})),
+            ]),
+            text("understood"),
+        ]);
+        let deny = vec![Sourced {
+            rule: Rule::parse("echo").unwrap(),
+            from: "--deny".into(),
+        }];
+        let h = host();
+        let mut c =
+            conversation(&model, 25).with_approval(Approval::new(Mode::Auto, vec![], deny, None));
+        let end = c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::Answered);
+        assert_eq!(*h.calls.lock().unwrap(), ["slow"]);
+        let Message::Tool { results } = &model.seen.lock().unwrap()[1].messages[2] else {
+            panic!()
+        };
+        assert_eq!(results[0].envelope["error_code"], "PERMISSION_DENIED");
+        assert_eq!(
+            results[0].envelope["error"],
+            "Denied by the rule echo (--deny); do not try to get around it, ask the user instead"
+        );
+        assert_eq!(results[1].envelope["result"]["n"], 2);
+    }
+
+    #[test]
+    fn the_model_and_the_log_see_a_long_output_cut_and_the_whole_is_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(5000);
+        let model = Scripted::new(vec![
+            calls(vec![call("a", "echo", json!({ "text": long }))]),
+            text("ok"),
+        ]);
+        let session = Session::create(dir.path()).unwrap();
+        let log = session.path().to_path_buf();
+        let mut c = conversation(&model, 25)
+            .with_session(session)
+            .with_model_output(1000);
+        c.send(
+            "go",
+            &host(),
+            &mut Record::default(),
+            &AtomicBool::new(false),
+        );
+        let Message::Tool { results } = &model.seen.lock().unwrap()[1].messages[2] else {
+            panic!()
+        };
+        let seen = results[0].envelope["result"].as_str().unwrap().to_string();
+        assert!(seen.len() <= 1000, "{}", seen.len());
+        let saved = log.with_extension("").join("a.result.json");
+        assert!(seen.contains(&saved.display().to_string()), "{seen}");
+        let whole: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+        assert_eq!(whole["text"], long);
+        let logged = std::fs::read_to_string(&log).unwrap();
+        let result = logged
+            .lines()
+            .find(|l| l.contains("\"tool_result\""))
+            .unwrap();
+        assert!(result.contains("bytes and 0 lines left out"), "{result}");
+        assert!(!result.contains(&long));
     }
 
     #[test]

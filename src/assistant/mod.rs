@@ -7,19 +7,25 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use self::approval::rules::Rule;
+use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
 use self::session::{sessions_dir, Session};
 use self::terminal::{Commands, Style};
+use crate::config::{ApprovalMode, Config, Located};
 use crate::exit;
 use crate::host::cli::Ikigai;
 use crate::host::settings::Settings;
 use crate::host::signals;
 use crate::tool::Env;
 
+pub mod approval;
 pub mod commands;
 pub mod conversation;
+pub mod for_model;
 pub mod keys;
 pub mod model;
+pub mod schedule;
 pub mod session;
 pub mod terminal;
 pub mod tool_host;
@@ -41,18 +47,105 @@ pub struct Options {
     pub max_tool_rounds: usize,
     /// `--max-output-tokens`: the most tokens one reply may use.
     pub max_output_tokens: Option<u64>,
+    /// How calls are approved and how much of each the model sees.
+    pub policy: Policy,
+}
+
+/// `--approval`, `--allow`, `--deny`, `--model-output`, with the
+/// environment and the config file already applied.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Policy {
+    /// None: `ask` at a terminal, else `auto`.
+    pub approval: Option<Mode>,
+    /// The rules of the command line, then those of the config file: both
+    /// hold, so an option never drops a rule the file sets.
+    pub allow: Vec<Sourced>,
+    pub deny: Vec<Sourced>,
+    /// None: `for_model::DEFAULT_MODEL_OUTPUT`.
+    pub model_output: Option<usize>,
+}
+
+impl Policy {
+    /// Reads the policy from options, environment and config file, in that
+    /// order of precedence; Err names the bad value and where it was given.
+    pub fn resolve(cli: &Ikigai, env: &Env, config: &Config) -> Result<Policy, String> {
+        let approval = match (&cli.approval, env.var("IKIGAI_APPROVAL")) {
+            (Some(mode), _) => Some(Mode::parse(mode).map_err(|e| format!("--approval: {e}"))?),
+            (None, Some(mode)) => {
+                Some(Mode::parse(mode).map_err(|e| format!("IKIGAI_APPROVAL: {e}"))?)
+            }
+            (None, None) => config.approval.map(|m| match m {
+                ApprovalMode::Ask => Mode::Ask,
+                ApprovalMode::Auto => Mode::Auto,
+            }),
+        };
+        let file = config
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let rules = |given: &[String], option: &str, written: &[Located<String>]| {
+            let mut out = Vec::new();
+            for text in given {
+                let rule = Rule::parse(text).map_err(|e| format!("{option}: {e}"))?;
+                out.push(Sourced {
+                    rule,
+                    from: option.to_string(),
+                });
+            }
+            for text in written {
+                let from = format!("{file}, line {}", text.line);
+                let rule = Rule::parse(&text.value).map_err(|e| format!("config: {from}: {e}"))?;
+                out.push(Sourced { rule, from });
+            }
+            Ok::<_, String>(out)
+        };
+        Ok(Policy {
+            approval,
+            allow: rules(&cli.allow, "--allow", &config.allow)?,
+            deny: rules(&cli.deny, "--deny", &config.deny)?,
+            model_output: cli.model_output.or(config.model_output),
+        })
+    }
 }
 
 /// The assistant as `ikigai` starts it: its options from the command line,
 /// discovery started in the background so the prompt appears at once.
-pub fn main(cli: Ikigai, settings: Settings, resume_id: Option<String>) -> ExitCode {
+pub fn main(
+    cli: Ikigai,
+    settings: Settings,
+    resume_id: Option<String>,
+    config: Config,
+) -> ExitCode {
+    let env = Env::from_process();
+    // Options beat environment variables beat the config file.
+    let or_env_or_file = |option: Option<String>, var: &str, file: &Option<String>| {
+        option
+            .or_else(|| env.var(var).map(str::to_string))
+            .or_else(|| file.clone())
+    };
+    let policy = match Policy::resolve(&cli, &env, &config) {
+        Ok(policy) => policy,
+        Err(e) => {
+            eprintln!("ikigai: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let options = Options {
-        provider: cli.provider,
-        model: cli.model,
+        provider: or_env_or_file(cli.provider, "IKIGAI_PROVIDER", &config.provider),
+        model: or_env_or_file(cli.model, "IKIGAI_MODEL", &config.model),
         prompt: cli.prompt,
         resume: cli.resume.then_some(resume_id),
         max_tool_rounds: cli.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
-        max_output_tokens: cli.max_output_tokens,
+        // The file's limit counts only where neither the option nor
+        // IKIGAI_MAX_OUTPUT_TOKENS (read by `keys::choose`) gives one.
+        max_output_tokens: cli.max_output_tokens.or_else(|| {
+            env.var("IKIGAI_MAX_OUTPUT_TOKENS")
+                .is_none()
+                .then(|| config.max_output_tokens.map(u64::from))
+                .flatten()
+        }),
+        policy,
     };
     let tools = tool_host::Tools::start(settings);
     run(options, &tools, &mut &tools)
@@ -86,7 +179,20 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
     }
 
-    let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds);
+    let mode = options.policy.approval.unwrap_or_else(Mode::default_here);
+    // Answers are read from stdin: without a terminal there, nobody is asked.
+    let prompter = std::io::stdin()
+        .is_terminal()
+        .then(|| Box::new(TerminalPrompter::new()) as Box<dyn Prompter>);
+    let approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
+    let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds)
+        .with_approval(approval)
+        .with_model_output(
+            options
+                .policy
+                .model_output
+                .unwrap_or(for_model::DEFAULT_MODEL_OUTPUT),
+        );
     match (sessions_dir(&env), &options.resume) {
         (Some(dir), None) => conversation = conversation.with_new_session(dir),
         (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {

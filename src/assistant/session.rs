@@ -141,7 +141,6 @@ impl Session {
         &self.id
     }
 
-    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }

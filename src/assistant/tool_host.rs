@@ -90,6 +90,10 @@ impl ToolHost for Tools {
         })
     }
 
+    fn read_only(&self, name: &str) -> bool {
+        self.with_registry(|s| s.registry.lookup(name).is_some_and(|e| e.read_only()))
+    }
+
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
             crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)

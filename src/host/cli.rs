@@ -42,12 +42,13 @@ pub struct Ikigai {
     pub max_output: Option<usize>,
 
     /// the assistant's model provider: openai, openai-responses, anthropic,
-    /// google or stub (default: $IKIGAI_PROVIDER, else the first that has
-    /// a key)
+    /// google or stub (default: $IKIGAI_PROVIDER, else config, else the
+    /// first that has a key)
     #[argh(option, arg_name = "NAME")]
     pub provider: Option<String>,
 
-    /// the assistant's model (default: $IKIGAI_MODEL, else the provider's)
+    /// the assistant's model (default: $IKIGAI_MODEL, else config, else the
+    /// provider's)
     #[argh(option, arg_name = "MODEL")]
     pub model: Option<String>,
 
@@ -70,6 +71,27 @@ pub struct Ikigai {
     /// asks (default 25)
     #[argh(option, arg_name = "N")]
     pub max_tool_rounds: Option<usize>,
+
+    /// ask: show each call that is not read-only and not allowed by a rule,
+    /// and wait for y/n/a; auto: run every call no deny rule matches
+    /// (default: $IKIGAI_APPROVAL, else config, else ask at a terminal)
+    #[argh(option, arg_name = "MODE")]
+    pub approval: Option<String>,
+
+    /// run calls this rule matches without asking: TOOL or TOOL(PATTERN),
+    /// e.g. 'bash(cargo test*)', 'file_write(src/**)',
+    /// 'web_fetch(domain:docs.rs)' (repeatable)
+    #[argh(option, arg_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// never run calls this rule matches; beats --allow (repeatable)
+    #[argh(option, arg_name = "RULE")]
+    pub deny: Vec<String>,
+
+    /// bytes of each output the model sees of one call; the rest is saved
+    /// in a file it can read (default 32K; K, M, G suffixes allowed)
+    #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
+    pub model_output: Option<usize>,
 
     #[argh(subcommand)]
     pub command: Option<Subcommand>,

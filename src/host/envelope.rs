@@ -53,6 +53,8 @@ pub enum Failure {
     InvalidParams,
     /// Asked for after the last tool round the assistant allows per message.
     RoundLimit,
+    /// Not run: a rule or the person refused it (the error says who and why).
+    Denied,
 }
 
 impl Failure {
@@ -66,6 +68,7 @@ impl Failure {
             Failure::NotFound => "TOOL_NOT_FOUND",
             Failure::InvalidParams => "INVALID_PARAMS",
             Failure::RoundLimit => "TOOL_ROUND_LIMIT",
+            Failure::Denied => crate::error::ErrorCode::PermissionDenied.as_str(),
         }
     }
 }
@@ -120,6 +123,12 @@ impl Envelope {
             Failure::NotFound,
             format!("Tool '{name}' not found; {available}"),
         )
+    }
+
+    /// Not run because a rule or the person refused it; `why` says who and
+    /// why, for the model to read.
+    pub fn denied(why: impl Into<String>) -> Envelope {
+        Envelope::refused(Failure::Denied, why)
     }
 
     /// The arguments are not a JSON object.
@@ -508,6 +517,11 @@ mod tests {
             Envelope::invalid_params("x", "expected a JSON object, got an array").to_json()
                 ["error_code"],
             "INVALID_PARAMS"
+        );
+        assert_eq!(
+            Envelope::denied("Denied by the rule bash(rm *)").to_json(),
+            json!({"tool_success": false, "error": "Denied by the rule bash(rm *)",
+                   "error_code": "PERMISSION_DENIED", "exit_code": null, "stdout": "", "stderr": ""})
         );
     }
 }

@@ -40,15 +40,16 @@ use settings::Settings;
 
 use crate::out::say;
 
+use crate::config::Config;
 use crate::exit;
 
 /// What the host leaves to its caller once the command line is read.
 pub enum Start {
     /// A host command ran (or the command line was wrong): exit with this.
     Done(ExitCode),
-    /// No subcommand: the assistant runs, with these options and settings
-    /// and the ID that followed `--resume`, if any.
-    Assistant(Box<Ikigai>, Settings, Option<String>),
+    /// No subcommand: the assistant runs, with these options and settings,
+    /// the ID that followed `--resume`, if any, and the config file.
+    Assistant(Box<Ikigai>, Settings, Option<String>, Box<Config>),
 }
 
 pub fn main(args: Vec<OsString>) -> Start {
@@ -77,6 +78,14 @@ pub fn main(args: Vec<OsString>) -> Start {
             });
         }
     };
+    // Read before anything runs, so a mistake in it stops every command.
+    let config = match crate::config::load(&crate::tool::Env::from_process()) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("ikigai: config: {e}");
+            return Start::Done(ExitCode::from(exit::USAGE));
+        }
+    };
     // Discovery holds three descriptors per probe in flight.
     discovery::raise_open_file_limit();
     let settings = Settings::from_process(cli.overrides());
@@ -96,7 +105,7 @@ pub fn main(args: Vec<OsString>) -> Start {
         None if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) => {
             usage_error("ikigai: -p needs a message; it is empty")
         }
-        None => return Start::Assistant(Box::new(cli), settings, resume_id),
+        None => return Start::Assistant(Box::new(cli), settings, resume_id, Box::new(config)),
     })
 }
 

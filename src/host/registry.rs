@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 pub use crate::protocol::Protocol;
 
@@ -37,8 +37,9 @@ pub struct Entry {
     pub path: PathBuf,
     pub protocol: Protocol,
     pub origin: Origin,
-    /// The normalised schema: `{"name", "description", "parameters"}` with
-    /// `parameters` in JSON-Schema form.
+    /// The normalised schema: `{"name", "description", "parameters",
+    /// ["annotations"]}` with `parameters` in JSON-Schema form. Provider
+    /// formats read only the first three keys.
     pub schema: Value,
 }
 
@@ -46,6 +47,27 @@ impl Entry {
     /// The `parameters` JSON Schema.
     pub fn parameters(&self) -> &Value {
         &self.schema["parameters"]
+    }
+
+    /// The MCP annotations the tool declared (`readOnlyHint`, ...), as it
+    /// declared them; None for a tool that declared none.
+    pub fn annotations(&self) -> Option<&Map<String, Value>> {
+        self.schema.get("annotations").and_then(Value::as_object)
+    }
+
+    /// One hint, false unless the tool declared it true: a tool that says
+    /// nothing about itself is neither read-only nor safe.
+    pub fn hint(&self, name: &str) -> bool {
+        self.annotations()
+            .and_then(|a| a.get(name))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// True when the tool declared `readOnlyHint: true`: such calls may run
+    /// together and need no approval.
+    pub fn read_only(&self) -> bool {
+        self.hint("readOnlyHint")
     }
 }
 
@@ -219,6 +241,17 @@ pub(crate) mod tests {
                 ("/u/y".into(), "tool 'x' is already provided by /u/x".into()),
             ]
         );
+    }
+
+    #[test]
+    fn annotations_say_what_a_tool_declared_and_nothing_more() {
+        let mut e = plain("r", "/s/r", Origin::System);
+        assert!(e.annotations().is_none());
+        assert!(!e.read_only());
+        e.schema["annotations"] = json!({"readOnlyHint": true, "openWorldHint": true});
+        assert!(e.read_only());
+        assert!(e.hint("openWorldHint"));
+        assert!(!e.hint("destructiveHint"));
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! a string `description`, and `parameters` either as JSON Schema
 //! (`{"type":"object","properties":...,"required":[...]}`) or in the flat
 //! legacy form (`{"x": {"type":..., "required": true}}`), which is turned into
-//! JSON Schema. Other top-level keys (`returns`) are dropped. Pure.
+//! JSON Schema. `annotations`, the MCP hints a tool may declare about itself
+//! (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`),
+//! is kept as the last key when it is an object whose hints are booleans;
+//! other top-level keys (`returns`) are dropped. Pure.
 
 use crate::args::type_name as kind;
 use serde_json::{json, Map, Value};
@@ -48,7 +51,35 @@ pub fn normalise(answer: &Value) -> Result<Value, String> {
         Some(other) => return Err(format!("'parameters' is {}, not an object", kind(other))),
         None => return Err("schema lacks 'parameters'".into()),
     };
-    Ok(json!({"name": name, "description": description, "parameters": parameters}))
+    let mut normal = json!({"name": name, "description": description, "parameters": parameters});
+    if let Some(found) = obj.get("annotations") {
+        normal["annotations"] = annotations(found)?;
+    }
+    Ok(normal)
+}
+
+/// The hints MCP defines; each must be a boolean when present.
+pub const HINTS: [&str; 4] = [
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+fn annotations(found: &Value) -> Result<Value, String> {
+    let Value::Object(map) = found else {
+        return Err(format!("'annotations' is {}, not an object", kind(found)));
+    };
+    if let Some((hint, bad)) = map
+        .iter()
+        .find(|(k, v)| HINTS.contains(&k.as_str()) && !v.is_boolean())
+    {
+        return Err(format!(
+            "'annotations.{hint}' is {}, not true or false",
+            kind(bad)
+        ));
+    }
+    Ok(found.clone())
 }
 
 fn parameters(p: &Map<String, Value>) -> Result<Value, String> {
@@ -153,6 +184,31 @@ fn flat(p: &Map<String, Value>) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotations_are_kept_last_and_checked() {
+        let params = json!({"type": "object", "properties": {}});
+        let s = json!({"annotations": {"readOnlyHint": true, "title": "T"}, "name": "t",
+                       "description": "d", "parameters": params, "returns": {}});
+        let n = normalise(&s).unwrap();
+        assert_eq!(
+            serde_json::to_string(&n).unwrap(),
+            r#"{"name":"t","description":"d","parameters":{"type":"object","properties":{}},"annotations":{"readOnlyHint":true,"title":"T"}}"#
+        );
+        let bad = json!({"name": "t", "description": "d", "parameters": params,
+                         "annotations": {"readOnlyHint": "yes"}});
+        assert_eq!(
+            normalise(&bad).unwrap_err(),
+            "'annotations.readOnlyHint' is a string, not true or false"
+        );
+        let bad = json!({"name": "t", "description": "d", "parameters": params, "annotations": []});
+        assert_eq!(
+            normalise(&bad).unwrap_err(),
+            "'annotations' is an array, not an object"
+        );
+        let none = json!({"name": "t", "description": "d", "parameters": params});
+        assert!(normalise(&none).unwrap().get("annotations").is_none());
+    }
 
     #[test]
     fn json_schema_form_is_kept_verbatim_in_order() {

@@ -41,7 +41,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["command"]
-  }
+  },
+  "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true}
 }"#;
 
 /// What local-tools.md says a failed spawn reports.

@@ -71,7 +71,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["file_path", "old_string", "new_string"]
-  }
+  },
+  "annotations": {"readOnlyHint": false, "destructiveHint": true}
 }"#;
 
 /// Buffer for the small writes of many replacements; large unchanged slices

@@ -62,7 +62,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["file_path"]
-  }
+  },
+  "annotations": {"readOnlyHint": true}
 }"#;
 
 /// Read size while scanning for a range: large enough that the per-read cost

@@ -45,7 +45,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["file_path", "content"]
-  }
+  },
+  "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true}
 }"#;
 
 impl Tool for FileWrite {

@@ -44,7 +44,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["pattern"]
-  }
+  },
+  "annotations": {"readOnlyHint": true}
 }"#;
 
 impl Tool for Glob {

@@ -63,7 +63,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["pattern"]
-  }
+  },
+  "annotations": {"readOnlyHint": true}
 }"#;
 
 impl Tool for Grep {

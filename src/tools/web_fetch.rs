@@ -42,7 +42,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["url"]
-  }
+  },
+  "annotations": {"readOnlyHint": true, "openWorldHint": true}
 }"#;
 
 /// What we can use, best first; servers that negotiate send HTML.

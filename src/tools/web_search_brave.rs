@@ -60,7 +60,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["query"]
-  }
+  },
+  "annotations": {"readOnlyHint": true, "openWorldHint": true}
 }"#;
 
 const DEFAULT_URL: &str = "https://api.search.brave.com/res/v1/web/search";

@@ -62,7 +62,8 @@ const SCHEMA: &str = r#"{
       }
     },
     "required": ["query"]
-  }
+  },
+  "annotations": {"readOnlyHint": true, "openWorldHint": true}
 }"#;
 
 const DEFAULT_URL: &str = "https://www.googleapis.com/customsearch/v1";

@@ -41,13 +41,16 @@ fn install_tools(home: &Path) {
     let tools = home.join("tools");
     // Waits (at most 10 s) for a file its sibling call creates: only calls
     // that run at the same time both meet.
+    // Read-only, so that two calls of one reply may run together.
+    let mut barrier = schema(
+        "barrier",
+        json!({"me": {"type": "string"}, "other": {"type": "string"}}),
+    );
+    barrier["annotations"] = json!({"readOnlyHint": true});
     script(
         &tools,
         "barrier",
-        schema(
-            "barrier",
-            json!({"me": {"type": "string"}, "other": {"type": "string"}}),
-        ),
+        barrier,
         r#"field() { printf '%s' "$input" | sed -n "s/.*\"$1\" *: *\"\([^\"]*\)\".*/\1/p"; }
 me=$(field me); other=$(field other)
 touch "$me"
@@ -150,7 +153,7 @@ fn tool_names(api: Api, body: &Value) -> Vec<String> {
 }
 
 #[test]
-fn parallel_tool_calls_run_at_once_and_return_in_the_models_order() {
+fn parallel_read_only_calls_run_at_once_and_return_in_the_models_order() {
     for api in APIS {
         let home = tempfile::tempdir().unwrap();
         install_tools(home.path());

@@ -493,3 +493,21 @@ fn ref_schemas_for_anthropic_and_gemini() {
         "number"
     );
 }
+
+/// Annotations are the host's to read (call order, approval): no provider's
+/// tool definition carries them, while `ikigai tools NAME --json` shows them.
+#[test]
+fn annotations_never_reach_a_provider() {
+    let d = registry();
+    for provider in ["openai", "openai-responses", "anthropic", "google"] {
+        let text = serde_json::to_string(&schema(&d, provider)).unwrap();
+        assert!(!text.contains("annotations"), "{provider}: {text}");
+        assert!(!text.contains("Hint"), "{provider}: {text}");
+    }
+    let out = d.ikigai().args(["tools", "--json", "grep"]).output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.json()["schema"]["annotations"],
+        json!({"readOnlyHint": true})
+    );
+}

@@ -1,0 +1,581 @@
+//! Whether a tool call the model asked for may run, and asking the person
+//! when it is theirs to say.
+//!
+//! Two modes: `auto` runs every call that no deny rule matches; `ask` runs
+//! read-only calls (their tool's `readOnlyHint`) and calls an allow rule
+//! matches at once, and shows any other call (bash: the command; file_write
+//! and file_edit: the diff they would make) and waits for `y` (run), `n`
+//! (refuse, then an optional sentence for the model) or `a` (run, and allow
+//! calls like it for the rest of the session: for bash, commands that start
+//! with the same first two words, one for a one-word command; for another
+//! tool, the tool). Deny rules beat everything. Without a terminal to ask,
+//! `ask` refuses what it would have asked. A refused call never runs; the
+//! model gets `PERMISSION_DENIED` saying who refused it and why, and goes on.
+//!
+//! The sandbox's part (connected where the sandbox is set up):
+//! `Approval::unsandboxed` says calls cannot be contained on this machine,
+//! so in `ask` mode every call that is not read-only is asked, rules or
+//! not; `Approval::rerun_outside_sandbox` asks whether a call that failed in
+//! the sandbox may run again without it.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+
+use super::terminal::Style;
+use rules::{Place, Rule};
+
+pub mod preview;
+pub mod rules;
+pub mod shell;
+
+/// `--approval`, `IKIGAI_APPROVAL`, config `approval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Ask,
+    Auto,
+}
+
+impl Mode {
+    pub fn parse(text: &str) -> Result<Mode, String> {
+        match text {
+            "ask" => Ok(Mode::Ask),
+            "auto" => Ok(Mode::Auto),
+            other => Err(format!(
+                "unknown approval mode '{other}' (choose ask or auto)"
+            )),
+        }
+    }
+
+    /// `ask` when a person is there to answer (stdin and stdout are
+    /// terminals), else `auto`.
+    pub fn default_here() -> Mode {
+        if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+            Mode::Ask
+        } else {
+            Mode::Auto
+        }
+    }
+}
+
+/// A rule and where it was given, for the message of a call it refuses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sourced {
+    pub rule: Rule,
+    /// `--deny`, `/home/me/.config/ikigai/config.toml line 4`, ...
+    pub from: String,
+}
+
+/// How the person is asked: the terminal, or a script in tests.
+pub trait Prompter: Send {
+    /// Shows a block of text.
+    fn show(&mut self, text: &str);
+    /// Shows `question` and returns the line typed, None when there will be
+    /// no answer (end of input, or `cancel` was set by Ctrl-C).
+    fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String>;
+    /// How to colour what is shown.
+    fn style(&self) -> Style {
+        Style::for_stream(false)
+    }
+}
+
+/// What becomes of one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Run,
+    /// Not run; who refused it and why, for the model.
+    Refuse(String),
+}
+
+pub struct Approval {
+    mode: Mode,
+    allow: Vec<Sourced>,
+    deny: Vec<Sourced>,
+    /// Rules the person added with `a`.
+    session: Vec<Rule>,
+    place: Place,
+    /// None when no terminal can be asked.
+    prompter: Option<Box<dyn Prompter>>,
+    /// The sandbox cannot contain calls here (the kernel lacks what it
+    /// needs): in `ask` mode, every call that is not read-only is asked,
+    /// whatever the allow rules say. Set where the sandbox is set up.
+    pub unsandboxed: bool,
+}
+
+impl Approval {
+    /// Every call runs: what a conversation does unless told otherwise.
+    pub fn run_all() -> Approval {
+        Approval::new(Mode::Auto, Vec::new(), Vec::new(), None)
+    }
+
+    pub fn new(
+        mode: Mode,
+        allow: Vec<Sourced>,
+        deny: Vec<Sourced>,
+        prompter: Option<Box<dyn Prompter>>,
+    ) -> Approval {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+        let home = std::env::var_os("HOME").map(Into::into);
+        Approval {
+            mode,
+            allow,
+            deny,
+            session: Vec::new(),
+            place: Place { cwd, home },
+            prompter,
+            unsandboxed: false,
+        }
+    }
+
+    /// Resolves relative paths in rules and calls against `place`.
+    #[cfg(test)]
+    pub fn with_place(mut self, place: Place) -> Approval {
+        self.place = place;
+        self
+    }
+
+    /// Decides on one call, asking the person when it is theirs to say.
+    /// `read_only` is the tool's `readOnlyHint`.
+    pub fn check(
+        &mut self,
+        tool: &str,
+        arguments: &Value,
+        read_only: bool,
+        cancel: &AtomicBool,
+    ) -> Verdict {
+        if let Some(d) = self
+            .deny
+            .iter()
+            .find(|d| d.rule.denies(tool, arguments, &self.place))
+        {
+            return Verdict::Refuse(format!(
+                "Denied by the rule {} ({}); do not try to get around it, ask the user instead",
+                d.rule, d.from
+            ));
+        }
+        if self.mode == Mode::Auto {
+            return Verdict::Run;
+        }
+        if read_only {
+            return Verdict::Run;
+        }
+        let rules: Vec<&Rule> = self
+            .allow
+            .iter()
+            .map(|s| &s.rule)
+            .chain(&self.session)
+            .collect();
+        let allowed = rules::allowed(&rules, tool, arguments, &self.place);
+        if allowed && !self.unsandboxed {
+            return Verdict::Run;
+        }
+        self.ask(tool, arguments, cancel)
+    }
+
+    fn ask(&mut self, tool: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
+        let Some(prompter) = self.prompter.as_mut() else {
+            return Verdict::Refuse(
+                "Not run: it needs the user's approval (--approval ask) and there is no \
+                 terminal to ask; the user may allow it with --allow or run with --approval auto"
+                    .into(),
+            );
+        };
+        let always = always_rules(tool, arguments);
+        let listed = always
+            .iter()
+            .map(Rule::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let style = prompter.style();
+        prompter.show(&preview::describe(tool, arguments, style));
+        let question =
+            format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
+        loop {
+            let Some(line) = prompter.answer(&question, cancel) else {
+                return Verdict::Refuse(
+                    "The user did not answer (interrupted); the call was not run".into(),
+                );
+            };
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return Verdict::Run,
+                "a" | "always" => {
+                    prompter.show(&style.dim(&format!("Allowed for this session: {listed}")));
+                    self.session.extend(always);
+                    return Verdict::Run;
+                }
+                "n" | "no" => {
+                    let why = prompter
+                        .answer("Tell the model why (optional; Enter to skip): ", cancel)
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_default();
+                    return Verdict::Refuse(if why.is_empty() {
+                        "The user refused this call".into()
+                    } else {
+                        format!("The user refused this call: {why}")
+                    });
+                }
+                _ => prompter.show("Please answer y, n or a."),
+            }
+        }
+    }
+
+    /// Whether a call that failed inside the sandbox (`why`) may run again
+    /// outside it: only in `ask` mode, only when the person says `y`.
+    // Called by the conversation once calls run sandboxed (the sandbox's
+    // failure envelope carries the `sandbox` object this question follows).
+    #[allow(dead_code)]
+    pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
+        if self.mode != Mode::Ask {
+            return false;
+        }
+        let Some(prompter) = self.prompter.as_mut() else {
+            return false;
+        };
+        prompter.show(&format!("{tool} failed inside the sandbox: {why}"));
+        let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);
+        matches!(
+            answer.as_deref().map(str::trim),
+            Some("y" | "Y" | "yes" | "Yes")
+        )
+    }
+}
+
+/// What `a` allows: for bash, each command's first two words (one for a
+/// one-word command); for any other tool, the tool.
+fn always_rules(tool: &str, arguments: &Value) -> Vec<Rule> {
+    if tool != "bash" {
+        return vec![Rule {
+            tool: tool.to_string(),
+            pattern: None,
+        }];
+    }
+    let command = rules::Command::of(arguments);
+    let texts: Vec<String> = match command.parts {
+        Some(parts) => parts.into_iter().map(|p| p.text).collect(),
+        None => vec![command.raw],
+    };
+    let mut out: Vec<Rule> = Vec::new();
+    for text in texts.iter().filter(|t| !t.trim().is_empty()) {
+        let rule = Rule::first_words(text);
+        if !out.contains(&rule) {
+            out.push(rule);
+        }
+    }
+    out
+}
+
+/// The person at the terminal: questions on stderr, answers from stdin,
+/// read a line at a time so Ctrl-C (which sets `cancel`) is noticed.
+pub struct TerminalPrompter {
+    style: Style,
+}
+
+impl TerminalPrompter {
+    pub fn new() -> TerminalPrompter {
+        TerminalPrompter {
+            style: Style::for_stream(std::io::stderr().is_terminal()),
+        }
+    }
+}
+
+impl Default for TerminalPrompter {
+    fn default() -> Self {
+        TerminalPrompter::new()
+    }
+}
+
+impl Prompter for TerminalPrompter {
+    fn show(&mut self, text: &str) {
+        eprintln!("{text}");
+    }
+
+    fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String> {
+        use std::io::Write;
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{}", self.style.bold(question));
+        let _ = err.flush();
+        let line = read_line(cancel);
+        if line.is_none() {
+            let _ = writeln!(err);
+        }
+        line
+    }
+
+    fn style(&self) -> Style {
+        self.style
+    }
+}
+
+/// One line from stdin, waiting in short polls so that `cancel` ends the
+/// wait; None at end of input or on cancel.
+fn read_line(cancel: &AtomicBool) -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut fds = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut fds, 1, 100) };
+        if ready <= 0 {
+            continue; // timeout or EINTR: look at cancel again
+        }
+        let mut byte = 0u8;
+        // SAFETY: reads at most one byte into a live local.
+        let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
+        match n {
+            1 if byte == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            1 => line.push(byte),
+            0 => return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    /// Answers from a script; records what was shown and asked.
+    #[derive(Clone, Default)]
+    struct Script {
+        answers: Arc<Mutex<VecDeque<&'static str>>>,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Script {
+        fn new(answers: &[&'static str]) -> Script {
+            Script {
+                answers: Arc::new(Mutex::new(answers.iter().copied().collect())),
+                seen: Arc::default(),
+            }
+        }
+        fn seen(&self) -> Vec<String> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl Prompter for Script {
+        fn show(&mut self, text: &str) {
+            self.seen.lock().unwrap().push(text.to_string());
+        }
+        fn answer(&mut self, question: &str, _: &AtomicBool) -> Option<String> {
+            self.seen.lock().unwrap().push(question.to_string());
+            self.answers.lock().unwrap().pop_front().map(str::to_string)
+        }
+    }
+
+    fn sourced(list: &[&str], from: &str) -> Vec<Sourced> {
+        list.iter()
+            .map(|r| Sourced {
+                rule: Rule::parse(r).unwrap(),
+                from: from.into(),
+            })
+            .collect()
+    }
+
+    fn approval(mode: Mode, allow: &[&str], deny: &[&str], script: Option<&Script>) -> Approval {
+        Approval::new(
+            mode,
+            sourced(allow, "--allow"),
+            sourced(deny, "--deny"),
+            script.map(|s| Box::new(s.clone()) as Box<dyn Prompter>),
+        )
+        .with_place(Place {
+            cwd: "/p".into(),
+            home: None,
+        })
+    }
+
+    fn bash(c: &str) -> Value {
+        json!({ "command": c })
+    }
+
+    static NO: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn auto_runs_all_but_what_a_deny_rule_matches() {
+        let mut a = approval(
+            Mode::Auto,
+            &[],
+            &["bash(rm *)", "web_fetch(domain:evil.com)"],
+            None,
+        );
+        assert_eq!(
+            a.check("bash", &bash("cargo build"), false, &NO),
+            Verdict::Run
+        );
+        assert_eq!(
+            a.check("bash", &bash("cargo build && rm -rf target"), false, &NO),
+            Verdict::Refuse(
+                "Denied by the rule bash(rm *) (--deny); do not try to get around it, ask the user instead"
+                    .into()
+            )
+        );
+        // Deny rules hold for read-only tools too.
+        let fetch = json!({"url": "https://api.evil.com/x"});
+        assert!(matches!(
+            a.check("web_fetch", &fetch, true, &NO),
+            Verdict::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn deny_beats_allow() {
+        let mut a = approval(Mode::Ask, &["bash"], &["bash(git push*)"], None);
+        assert_eq!(
+            a.check("bash", &bash("git status"), false, &NO),
+            Verdict::Run
+        );
+        assert!(matches!(
+            a.check("bash", &bash("git status; git push --force"), false, &NO),
+            Verdict::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn ask_without_a_terminal_refuses_what_it_would_ask() {
+        let mut a = approval(Mode::Ask, &["bash(cargo *)"], &[], None);
+        assert_eq!(a.check("file_read", &json!({}), true, &NO), Verdict::Run);
+        assert_eq!(
+            a.check("bash", &bash("cargo test"), false, &NO),
+            Verdict::Run
+        );
+        let Verdict::Refuse(why) = a.check("bash", &bash("cargo test > log"), false, &NO) else {
+            panic!()
+        };
+        assert!(why.contains("there is no terminal to ask"), "{why}");
+    }
+
+    #[test]
+    fn y_runs_once_n_refuses_with_the_persons_words() {
+        let s = Script::new(&["y", "n", "use the other file"]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        let w = json!({"file_path": "/nonexistent/x", "content": "hi\n"});
+        assert_eq!(a.check("file_write", &w, false, &NO), Verdict::Run);
+        assert_eq!(
+            a.check("file_write", &w, false, &NO),
+            Verdict::Refuse("The user refused this call: use the other file".into())
+        );
+        let seen = s.seen();
+        assert!(
+            seen[0].starts_with("file_write wants to create /nonexistent/x"),
+            "{seen:?}"
+        );
+        assert!(seen[0].contains("+hi"), "{seen:?}");
+        assert!(
+            seen[1].contains("allow file_write for this session"),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.last().unwrap(),
+            "Tell the model why (optional; Enter to skip): "
+        );
+    }
+
+    #[test]
+    fn n_without_a_reason_and_unclear_answers() {
+        let s = Script::new(&["maybe", "N", ""]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        assert_eq!(
+            a.check("bash", &bash("ls"), false, &NO),
+            Verdict::Refuse("The user refused this call".into())
+        );
+        assert!(s.seen().contains(&"Please answer y, n or a.".to_string()));
+        // End of input: refused.
+        assert!(matches!(
+            a.check("bash", &bash("ls"), false, &NO),
+            Verdict::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn a_allows_the_first_two_words_for_the_session() {
+        let s = Script::new(&["a"]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        assert_eq!(
+            a.check("bash", &bash("git status -s"), false, &NO),
+            Verdict::Run
+        );
+        assert!(
+            s.seen()[1].contains("allow bash(git status *)"),
+            "{:?}",
+            s.seen()
+        );
+        // No more questions for commands that start the same way.
+        assert_eq!(
+            a.check("bash", &bash("git status"), false, &NO),
+            Verdict::Run
+        );
+        assert_eq!(
+            a.check("bash", &bash("git status --long"), false, &NO),
+            Verdict::Run
+        );
+        // Anything else is asked (and the script has no more answers).
+        assert!(matches!(
+            a.check("bash", &bash("git push"), false, &NO),
+            Verdict::Refuse(_)
+        ));
+        // A one-word command: the word; compound commands: each part.
+        let s = Script::new(&["a"]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        assert_eq!(
+            a.check("bash", &bash("make && ls -la"), false, &NO),
+            Verdict::Run
+        );
+        assert!(
+            s.seen()[1].contains("allow bash(make *), bash(ls -la *)"),
+            "{:?}",
+            s.seen()
+        );
+        assert_eq!(
+            a.check("bash", &bash("make install"), false, &NO),
+            Verdict::Run
+        );
+        // Other tools: the tool.
+        let s = Script::new(&["a"]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        let e = json!({"file_path": "/nonexistent/e", "old_string": "a", "new_string": "b"});
+        assert_eq!(a.check("file_edit", &e, false, &NO), Verdict::Run);
+        assert_eq!(a.check("file_edit", &e, false, &NO), Verdict::Run);
+    }
+
+    #[test]
+    fn unsandboxed_asks_even_what_rules_allow() {
+        let mut a = approval(Mode::Ask, &["bash"], &[], None);
+        a.unsandboxed = true;
+        assert_eq!(a.check("grep", &json!({}), true, &NO), Verdict::Run);
+        assert!(matches!(
+            a.check("bash", &bash("ls"), false, &NO),
+            Verdict::Refuse(_)
+        ));
+    }
+
+    #[test]
+    fn rerun_outside_the_sandbox_only_when_the_person_says_so() {
+        let s = Script::new(&["y", "n"]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        assert!(a.rerun_outside_sandbox("bash", "write denied", &NO));
+        assert!(!a.rerun_outside_sandbox("bash", "write denied", &NO));
+        let mut auto = approval(Mode::Auto, &[], &[], Some(&s));
+        assert!(!auto.rerun_outside_sandbox("bash", "x", &NO));
+    }
+
+    #[test]
+    fn modes() {
+        assert_eq!(Mode::parse("ask"), Ok(Mode::Ask));
+        assert_eq!(Mode::parse("auto"), Ok(Mode::Auto));
+        assert!(Mode::parse("yolo")
+            .unwrap_err()
+            .contains("choose ask or auto"));
+    }
+}

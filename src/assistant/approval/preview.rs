@@ -1,0 +1,235 @@
+//! What the approval prompt shows of a call: for bash the command, for
+//! file_write and file_edit the unified diff the call would make to the
+//! file as it is now (coloured when the terminal allows), for any other
+//! tool its arguments. Reads the file; writes nothing.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use similar::TextDiff;
+
+use super::super::terminal::Style;
+
+/// The most diff lines shown; the rest is counted.
+const MAX_DIFF_LINES: usize = 400;
+/// Files larger than this are not diffed: the question must come at once.
+const MAX_DIFF_BYTES: u64 = 1 << 20;
+
+/// The text shown above the question for a call of `tool`.
+pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
+    let path = arguments["file_path"].as_str();
+    match (tool, path) {
+        ("bash", _) => {
+            let command = arguments["command"].as_str().unwrap_or("");
+            format!("{} wants to run:\n{}", style.bold("bash"), indent(command))
+        }
+        ("file_write", Some(path)) => {
+            let new = arguments["content"].as_str().unwrap_or("");
+            let (old, what) = match read_small(path) {
+                Ok(text) => (Ok(text), "overwrite"),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Ok(String::new()), "create"),
+                Err(e) => (Err(e), "overwrite"),
+            };
+            let shown = match old {
+                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, path, style),
+                Ok(_) => "  (too large to show a diff)".into(),
+                Err(e) => format!("  (no diff: {e})"),
+            };
+            format!(
+                "{} wants to {what} {path} ({} bytes):\n{shown}",
+                style.bold("file_write"),
+                new.len(),
+            )
+        }
+        ("file_edit", Some(path)) => {
+            let head = format!("{} wants to edit {path}:", style.bold("file_edit"));
+            match edited(path, arguments) {
+                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, path, style)),
+                Err(why) => format!("{head} {why}\n{}", indent(&pretty(arguments))),
+            }
+        }
+        _ => format!(
+            "{} wants to run with:\n{}",
+            style.bold(tool),
+            indent(&pretty(arguments))
+        ),
+    }
+}
+
+/// The file before and after the edit, or why the edit will not apply.
+fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
+    let old_string = arguments["old_string"].as_str().unwrap_or("");
+    let new_string = arguments["new_string"].as_str().unwrap_or("");
+    let all = arguments["replace_all"].as_bool().unwrap_or(false);
+    let old = read_small(path).map_err(|e| format!("(no diff: {e})"))?;
+    if old_string.is_empty() {
+        return Err("(old_string is empty; the edit will fail)".into());
+    }
+    match old.matches(old_string).count() {
+        0 => Err("(old_string is not in the file; the edit will fail)".into()),
+        n if n > 1 && !all => Err(format!(
+            "(old_string occurs {n} times and replace_all is not set; the edit will fail)"
+        )),
+        _ => {
+            let new = if all {
+                old.replace(old_string, new_string)
+            } else {
+                old.replacen(old_string, new_string, 1)
+            };
+            Ok((old, new))
+        }
+    }
+}
+
+/// The file as text, unless it is larger than a diff is worth.
+fn read_small(path: &str) -> std::io::Result<String> {
+    let size = std::fs::metadata(path)?.len();
+    if size > MAX_DIFF_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the file is {size} bytes, too large to show a diff"
+        )));
+    }
+    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
+}
+
+/// A unified diff with three lines of context, coloured by `style`.
+pub fn diff(old: &str, new: &str, path: &str, style: Style) -> String {
+    if old == new {
+        return "  (no change)".into();
+    }
+    // A diff that takes long is cut short (coarser, still correct).
+    let text = TextDiff::configure()
+        .timeout(Duration::from_millis(500))
+        .diff_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for line in lines.iter().take(MAX_DIFF_LINES) {
+        let painted = if line.starts_with("+++") || line.starts_with("---") {
+            style.bold(line)
+        } else if line.starts_with('+') {
+            style.green(line)
+        } else if line.starts_with('-') {
+            style.red(line)
+        } else if line.starts_with("@@") {
+            style.cyan(line)
+        } else {
+            line.to_string()
+        };
+        out.push_str(&painted);
+        out.push('\n');
+    }
+    if lines.len() > MAX_DIFF_LINES {
+        out.push_str(&format!(
+            "... {} more lines of diff\n",
+            lines.len() - MAX_DIFF_LINES
+        ));
+    }
+    out.pop();
+    out
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plain() -> Style {
+        Style::for_stream(false)
+    }
+
+    #[test]
+    fn bash_shows_the_command() {
+        let text = describe("bash", &json!({"command": "make\nmake install"}), plain());
+        assert_eq!(text, "bash wants to run:\n  make\n  make install");
+    }
+
+    #[test]
+    fn file_write_shows_the_diff_it_would_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        let p = path.to_str().unwrap();
+        let text = describe(
+            "file_write",
+            &json!({"file_path": p, "content": "one\n"}),
+            plain(),
+        );
+        assert!(
+            text.starts_with(&format!("file_write wants to create {p} (4 bytes):\n")),
+            "{text}"
+        );
+        assert!(text.ends_with("@@ -0,0 +1 @@\n+one"), "{text}");
+        std::fs::write(&path, "one\ntwo\n").unwrap();
+        let text = describe(
+            "file_write",
+            &json!({"file_path": p, "content": "one\n2\n"}),
+            plain(),
+        );
+        assert!(text.contains("overwrite"), "{text}");
+        assert!(text.contains("\n-two\n+2"), "{text}");
+    }
+
+    #[test]
+    fn file_edit_shows_the_diff_or_why_it_will_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let p = path.to_str().unwrap();
+        std::fs::write(&path, "a = 1\ndebug = false\nb = 2\n").unwrap();
+        let edit = |old: &str, all: bool| {
+            describe(
+                "file_edit",
+                &json!({"file_path": p, "old_string": old, "new_string": "debug = true", "replace_all": all}),
+                plain(),
+            )
+        };
+        let text = edit("debug = false", false);
+        assert!(
+            text.contains(" a = 1\n-debug = false\n+debug = true\n b = 2"),
+            "{text}"
+        );
+        assert!(edit("missing", false).contains("old_string is not in the file"));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; (MAX_DIFF_BYTES + 1) as usize]).unwrap();
+        let text = describe(
+            "file_write",
+            &json!({"file_path": big.to_str().unwrap(), "content": ""}),
+            plain(),
+        );
+        assert!(
+            text.ends_with("(no diff: the file is 1048577 bytes, too large to show a diff)"),
+            "{text}"
+        );
+        assert!(edit("= ", false).contains("occurs 3 times"));
+        assert!(edit("= ", true).contains("+a debug = true1"));
+    }
+
+    #[test]
+    fn colours_when_asked_and_other_tools_show_arguments() {
+        // Style follows NO_COLOR, which the person running the tests may set.
+        if std::env::var_os("NO_COLOR").is_none() {
+            let painted = diff("a\n", "b\n", "f", Style::for_stream(true));
+            assert!(painted.contains("\x1b[31m-a\x1b[0m"), "{painted:?}");
+            assert!(painted.contains("\x1b[32m+b\x1b[0m"), "{painted:?}");
+        }
+        assert!(!diff("a\n", "b\n", "f", plain()).contains('\x1b'));
+        let text = describe("web_fetch", &json!({"url": "https://x.org"}), plain());
+        assert_eq!(
+            text,
+            "web_fetch wants to run with:\n  {\n    \"url\": \"https://x.org\"\n  }"
+        );
+    }
+}

@@ -1,0 +1,434 @@
+//! The person's settings file, `config.toml`: the same choices as the
+//! command line and the environment, written down once. It lives in
+//! `$XDG_CONFIG_HOME/ikigai/` (else `~/.config/ikigai/`), or wherever
+//! `IKIGAI_CONFIG` names. A missing default file means no settings; a file
+//! named by `IKIGAI_CONFIG` must exist.
+//!
+//! The file is read strictly: an unknown key, a value of the wrong type or
+//! out of range is an error at start that names the file, the line and the
+//! key, because a setting silently ignored (a typo in `deny`) is worse than
+//! none. Options beat environment variables, which beat this file, which
+//! beats the defaults; the callers apply that order, this module only reads.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::tool::Env;
+
+/// The variable that names another config file.
+pub const CONFIG_VAR: &str = "IKIGAI_CONFIG";
+
+/// Everything the file may say. Every field is optional: what the file
+/// leaves out falls back to the defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    /// The file this came from (None when there was none).
+    pub path: Option<PathBuf>,
+    /// The assistant's provider (`openai`, `anthropic`, `google`, `stub`, ...).
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// `workspace-write`, `read-only` or `off`.
+    pub sandbox: Option<SandboxMode>,
+    pub approval: Option<ApprovalMode>,
+    /// Network sockets for every tool, bash included.
+    pub network: Option<bool>,
+    /// Approval rules (`TOOL` or `TOOL(PATTERN)`), each with its line, so
+    /// a rule that does not parse is reported where it was written.
+    pub allow: Vec<Located<String>>,
+    pub deny: Vec<Located<String>>,
+    /// More directories the sandbox lets tools write.
+    pub add_dirs: Vec<PathBuf>,
+    /// Bytes of each output the model sees of one call.
+    pub model_output: Option<usize>,
+    /// The model's reply limit, in tokens.
+    pub max_output_tokens: Option<u32>,
+    /// `[tools.NAME]`: per-tool settings, by tool name.
+    pub tools: BTreeMap<String, ToolConfig>,
+}
+
+/// A value and the line (1-based) it was written on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located<T> {
+    pub value: T,
+    pub line: usize,
+}
+
+/// `[tools.NAME]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Environment variables passed to this tool although they look like
+    /// secrets (`env = ["GITHUB_TOKEN"]`).
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    WorkspaceWrite,
+    ReadOnly,
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    Ask,
+    Auto,
+}
+
+/// The file as serde reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    provider: Option<String>,
+    model: Option<String>,
+    sandbox: Option<SandboxMode>,
+    approval: Option<ApprovalMode>,
+    network: Option<bool>,
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    add_dirs: Vec<PathBuf>,
+    model_output: Option<Size>,
+    max_output_tokens: Option<Positive>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolConfig>,
+}
+
+/// A byte count: an integer, or a string with a `K`, `M` or `G` suffix.
+struct Size(usize);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Size, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of bytes above 0, or a string such as \"32K\"")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Size, E> {
+                match usize::try_from(n) {
+                    Ok(n) if n > 0 => Ok(Size(n)),
+                    _ => Err(E::custom(format!(
+                        "invalid size {n}: expected a number of bytes above 0"
+                    ))),
+                }
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Size, E> {
+                crate::host::settings::parse_size(s)
+                    .map(Size)
+                    .map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An integer above 0 that fits in 32 bits.
+struct Positive(u32);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Positive, D::Error> {
+        let n = i64::deserialize(d)?;
+        match u32::try_from(n) {
+            Ok(n) if n > 0 => Ok(Positive(n)),
+            _ => Err(de::Error::custom(format!(
+                "{n} is out of range: expected a number from 1 to {}",
+                u32::MAX
+            ))),
+        }
+    }
+}
+
+/// Why the file could not be used: everything a person needs to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    /// 1-based; None when the file could not be read at all.
+    pub line: Option<usize>,
+    /// The key, dotted for nested tables (`tools.bash.env`), when known.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ", key '{key}'")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Which file to read: `IKIGAI_CONFIG` (which must exist), else the
+/// default place (which may not).
+pub fn location(env: &Env) -> Option<(PathBuf, bool)> {
+    if let Some(named) = env.var(CONFIG_VAR) {
+        return Some((PathBuf::from(named), true));
+    }
+    env.config_dir().map(|d| (d.join("config.toml"), false))
+}
+
+/// Reads the config file the environment points at; no file at the
+/// default place is an empty config.
+pub fn load(env: &Env) -> Result<Config, ConfigError> {
+    let Some((path, required)) = location(env) else {
+        return Ok(Config::default());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse(&text, &path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Config::default()),
+        Err(e) => Err(ConfigError {
+            message: format!("cannot read the config file: {e}"),
+            path,
+            line: None,
+            key: None,
+        }),
+    }
+}
+
+/// Parses the text of the file at `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    let raw: Raw = toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        ConfigError {
+            path: path.to_path_buf(),
+            line: span.as_ref().map(|s| line_of(text, s.start)),
+            key: span.and_then(|s| key_at(text, s.start)),
+            message: e.message().trim_end().to_string(),
+        }
+    })?;
+    let located = |rules: Vec<Spanned<String>>| {
+        rules
+            .into_iter()
+            .map(|r| Located {
+                line: line_of(text, r.span().start),
+                value: r.into_inner(),
+            })
+            .collect()
+    };
+    Ok(Config {
+        path: Some(path.to_path_buf()),
+        provider: raw.provider,
+        model: raw.model,
+        sandbox: raw.sandbox,
+        approval: raw.approval,
+        network: raw.network,
+        allow: located(raw.allow),
+        deny: located(raw.deny),
+        add_dirs: raw.add_dirs,
+        model_output: raw.model_output.map(|s| s.0),
+        max_output_tokens: raw.max_output_tokens.map(|p| p.0),
+        tools: raw.tools,
+    })
+}
+
+/// The 1-based line of byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The dotted key whose name or value holds byte `offset`, the deepest one.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let table = DeTable::parse(text).ok()?;
+    let mut path = Vec::new();
+    find(table.get_ref(), offset, &mut path).then(|| path.join("."))
+}
+
+fn find(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
+    for (key, value) in table {
+        path.push(key.get_ref().to_string());
+        // A table's span is its header; its keys lie after it, so nested
+        // tables are searched first, whatever their span says.
+        if let DeValue::Table(inner) = value.get_ref() {
+            if find(inner, offset, path) {
+                return true;
+            }
+        }
+        if key.span().contains(&offset) || value.span().contains(&offset) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(text, Path::new("/c/config.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let text = r#"
+provider = "anthropic"
+model = "claude-x"
+sandbox = "read-only"
+approval = "auto"
+network = true
+allow = ["bash(cargo test*)", "file_write(src/**)"]
+deny = ["bash(rm *)"]
+add_dirs = ["/data", "../other"]
+model_output = "64K"
+max_output_tokens = 4096
+
+[tools.bash]
+env = ["GITHUB_TOKEN"]
+"#;
+        let c = parse(text, Path::new("/c/config.toml")).unwrap();
+        assert_eq!(c.provider.as_deref(), Some("anthropic"));
+        assert_eq!(c.model.as_deref(), Some("claude-x"));
+        assert_eq!(c.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(c.approval, Some(ApprovalMode::Auto));
+        assert_eq!(c.network, Some(true));
+        assert_eq!(
+            c.allow,
+            [
+                Located {
+                    value: "bash(cargo test*)".to_string(),
+                    line: 7
+                },
+                Located {
+                    value: "file_write(src/**)".to_string(),
+                    line: 7
+                }
+            ]
+        );
+        assert_eq!(c.deny[0].line, 8);
+        assert_eq!(
+            c.add_dirs,
+            [PathBuf::from("/data"), PathBuf::from("../other")]
+        );
+        assert_eq!(c.model_output, Some(64 << 10));
+        assert_eq!(c.max_output_tokens, Some(4096));
+        assert_eq!(c.tools["bash"].env, ["GITHUB_TOKEN"]);
+        assert_eq!(c.path.as_deref(), Some(Path::new("/c/config.toml")));
+        let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
+        assert_eq!(c.model_output, Some(1000));
+        assert_eq!(parse("", Path::new("x")).unwrap().approval, None);
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_and_key() {
+        let e = err("model = \"m\"\naproval = \"ask\"\n");
+        assert!(
+            e.starts_with("/c/config.toml, line 2, key 'aproval': unknown field `aproval`"),
+            "{e}"
+        );
+        let e = err("[tools.bash]\nenv = []\nenvs = [\"X\"]\n");
+        assert!(
+            e.starts_with("/c/config.toml, line 3, key 'tools.bash.envs': unknown field `envs`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_values_name_file_line_and_key() {
+        for (text, line, key, says) in [
+            (
+                "\nnetwork = \"yes\"\n",
+                2,
+                "network",
+                "invalid type: string",
+            ),
+            (
+                "approval = \"sometimes\"\n",
+                1,
+                "approval",
+                "unknown variant `sometimes`",
+            ),
+            (
+                "sandbox = \"none\"\n",
+                1,
+                "sandbox",
+                "unknown variant `none`",
+            ),
+            ("a = 1\n", 1, "a", "unknown field"),
+            (
+                "allow = [\"bash\",\n  3]\n",
+                2,
+                "allow",
+                "invalid type: integer",
+            ),
+            ("model_output = 0\n", 1, "model_output", "invalid size 0"),
+            (
+                "model_output = \"lots\"\n",
+                1,
+                "model_output",
+                "invalid size 'lots'",
+            ),
+            (
+                "max_output_tokens = -5\n",
+                1,
+                "max_output_tokens",
+                "-5 is out of range",
+            ),
+            (
+                "[tools.bash]\nenv = \"X\"\n",
+                2,
+                "tools.bash.env",
+                "invalid type: string",
+            ),
+            ("tools = 3\n", 1, "tools", "invalid type: integer"),
+        ] {
+            let e = err(text);
+            let head = format!("/c/config.toml, line {line}, key '{key}': ");
+            assert!(e.starts_with(&head) && e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let e = err("model = \"m\"\nprovider = \n");
+        assert!(e.starts_with("/c/config.toml, line 2"), "{e}");
+    }
+
+    #[test]
+    fn where_the_file_is() {
+        let env = Env::from_pairs([("HOME", "/h")]);
+        assert_eq!(
+            location(&env),
+            Some((PathBuf::from("/h/.config/ikigai/config.toml"), false))
+        );
+        let env = Env::from_pairs([("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]);
+        assert_eq!(
+            location(&env),
+            Some((PathBuf::from("/x/ikigai/config.toml"), false))
+        );
+        let env = Env::from_pairs([("HOME", "/h"), (CONFIG_VAR, "/o.toml")]);
+        assert_eq!(location(&env), Some((PathBuf::from("/o.toml"), true)));
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_str().unwrap();
+        assert_eq!(
+            load(&Env::from_pairs([("HOME", home)])),
+            Ok(Config::default())
+        );
+        let missing = dir.path().join("nope.toml");
+        let e = load(&Env::from_pairs([(CONFIG_VAR, missing.to_str().unwrap())])).unwrap_err();
+        assert!(e.to_string().contains("cannot read the config file"), "{e}");
+    }
+}
