@@ -10,6 +10,7 @@ mod error;
 mod exit;
 mod host;
 mod runner;
+mod sandbox;
 mod tool;
 mod tools;
 mod truncate;
@@ -24,9 +25,10 @@ fn main() -> ExitCode {
         Personality::Host(rest) => match host::main(rest) {
             host::Start::Done(code) => code,
             host::Start::Assistant(cli, settings, resume_id) => {
-                assistant::main(*cli, settings, resume_id)
+                assistant::main(*cli, *settings, resume_id)
             }
         },
+        Personality::SandboxExec(rest) => sandbox::exec::main(&rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             runner::print_out(names.join("\n").as_bytes(), true);

@@ -84,7 +84,7 @@ impl ToolHost for Tools {
 
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
-            crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)
+            crate::host::call::call(&s.registry, name, arguments, &s.settings, cancel)
         })
     }
 }

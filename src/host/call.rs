@@ -6,19 +6,27 @@
 //! protocol), drain both outputs up to the cap, kill the whole group at the
 //! deadline or when the person interrupts, and wrap what happened in the
 //! envelope.
+//!
+//! The tool runs inside `ikigai-tools sandbox-exec` (our own executable,
+//! again): fenced in as the settings say, with the host's environment less
+//! its secrets, and contained, so nothing it starts outlives the call.
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::child::{self, Proc};
 use super::envelope::{self, Ending};
-use super::registry::{Protocol, Registry};
-use super::settings::Limits;
+use super::registry::{Entry, Protocol, Registry};
+use super::settings::Settings;
 use crate::args::type_name as kind;
 use crate::error::ErrorCode;
+use crate::sandbox::{exec, secrets, Fence};
 
 /// How often a running call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);
@@ -53,9 +61,10 @@ pub fn call(
     registry: &Registry,
     name: &str,
     arguments: &Value,
-    limits: &Limits,
+    settings: &Settings,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
+    let limits = &settings.limits;
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(envelope::not_found(name, &registry.names()), vec![]);
     };
@@ -71,30 +80,78 @@ pub fn call(
         return CallOutcome::new(envelope::invalid_params(name, &what), vec![]);
     }
     let json = arguments.to_string();
-    let spawned = match entry.protocol {
-        Protocol::Ikigai => Proc::spawn(
-            &entry.path,
-            &[],
-            Some(json.into_bytes()),
-            limits.max_output,
-            limits.max_output,
-        ),
-        Protocol::Shellclaw => Proc::spawn(
-            &entry.path,
-            &[OsStr::new(&json)],
-            None,
-            limits.max_output,
-            limits.max_output,
-        ),
+    let fence = settings.sandbox.fence(name, open_world(entry));
+    let (args, input) = match entry.protocol {
+        Protocol::Ikigai => (vec![], Some(json.into_bytes())),
+        Protocol::Shellclaw => (vec![OsString::from(json)], None),
     };
+    let contained = settings.sandbox.contain || fence.mode.confines();
+    let cmd = command(entry, &args, &fence, settings, contained);
+    let spawned = Proc::start(cmd, input, limits.max_output, limits.max_output, contained);
     let proc = match spawned {
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
     };
     let (ending, finished) = run(proc, limits.timeout, cancel);
-    let (envelope, events) =
+    let (mut envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);
+    if fence.mode.confines() {
+        envelope::note_sandbox(&mut envelope, &fence);
+    }
     CallOutcome::new(envelope, events)
+}
+
+/// Whether the tool says it reaches the world outside this machine (MCP's
+/// `openWorldHint` annotation in its schema).
+fn open_world(entry: &Entry) -> bool {
+    entry.schema["annotations"]["openWorldHint"] == Value::Bool(true)
+}
+
+/// The command that runs one call: the tool's file, inside the containment
+/// process when `contained`, with the environment the tool may see.
+fn command(
+    entry: &Entry,
+    args: &[OsString],
+    fence: &Fence,
+    settings: &Settings,
+    contained: bool,
+) -> Command {
+    let mut cmd = if contained {
+        let mut cmd = Command::new(own_executable());
+        // The name decides the personality; "ikigai-tools" is none of the
+        // tools, so the first argument (sandbox-exec) does.
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+        let best_effort = settings.sandbox.unavailable.is_some();
+        cmd.args(exec::arguments(fence, best_effort))
+            .arg(&entry.path);
+        cmd
+    } else {
+        Command::new(&entry.path)
+    };
+    let pass = settings
+        .tool_env
+        .get(&entry.name)
+        .map_or(&[][..], Vec::as_slice);
+    cmd.args(args)
+        .env_clear()
+        .envs(secrets::tool_env(std::env::vars_os(), &entry.name, pass));
+    cmd
+}
+
+/// This executable, to run as the containment process: `/proc/self/exe`
+/// names the very file the host runs from, even if it was replaced or
+/// deleted since (a rebuild while the assistant runs); without /proc, the
+/// path it was started from, looked up once.
+fn own_executable() -> &'static Path {
+    static EXE: OnceLock<std::path::PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let proc_exe = Path::new("/proc/self/exe");
+        if proc_exe.exists() {
+            proc_exe.to_path_buf()
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| proc_exe.to_path_buf())
+        }
+    })
 }
 
 /// Like `call`, with the arguments as JSON text, as OpenAI sends them: text
@@ -103,14 +160,14 @@ pub fn call_text(
     registry: &Registry,
     name: &str,
     arguments: &str,
-    limits: &Limits,
+    settings: &Settings,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
     if registry.lookup(name).is_none() {
         return CallOutcome::new(envelope::not_found(name, &registry.names()), vec![]);
     }
     match serde_json::from_str::<Value>(arguments) {
-        Ok(value) => call(registry, name, &value, limits, cancel),
+        Ok(value) => call(registry, name, &value, settings, cancel),
         Err(e) => CallOutcome::new(not_json(name, &e), vec![]),
     }
 }
@@ -195,8 +252,19 @@ fn spawn_failure(name: &str, path: &std::path::Path, e: &std::io::Error) -> Valu
 mod tests {
     use super::*;
     use crate::host::registry::{Entry, Origin};
+    use crate::sandbox::Mode;
     use serde_json::json;
     use std::path::Path;
+
+    /// Unit tests run inside the test harness, which cannot be a
+    /// containment process: calls run the tool directly (the integration
+    /// tests run the real executable, contained).
+    fn settings() -> Settings {
+        let mut s = Settings::resolve(Default::default(), &crate::tool::Env::default(), None);
+        s.sandbox.mode = Mode::Off;
+        s.sandbox.contain = false;
+        s
+    }
 
     /// A registry of fixture tools (tests/fixtures/host/tool.sh, which acts
     /// after the name of the link that runs it).
@@ -232,13 +300,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(300));
                 cancel.store(true, Ordering::Relaxed);
             });
-            call(
-                &registry,
-                "sleepy",
-                &json!({}),
-                &Limits::default(),
-                Some(&cancel),
-            )
+            call(&registry, "sleepy", &json!({}), &settings(), Some(&cancel))
         });
         // The tool sleeps 30 s; the default timeout is 30 s.
         assert!(started.elapsed() < Duration::from_secs(10));
@@ -268,7 +330,7 @@ mod tests {
             &registry,
             "echo",
             &json!({"a": 1}),
-            &Limits::default(),
+            &settings(),
             Some(&cancel),
         );
         assert!(outcome.success, "{:?}", outcome.envelope);
@@ -279,7 +341,7 @@ mod tests {
     #[test]
     fn text_arguments_and_refusals() {
         let (_dir, registry) = fixtures(&["echo"]);
-        let limits = Limits::default();
+        let limits = settings();
         let ok = call_text(&registry, "echo", r#"{"x":true}"#, &limits, None);
         assert_eq!(ok.envelope["result"]["input"], json!({"x": true}));
         let bad = call_text(&registry, "echo", "{x", &limits, None);

@@ -79,6 +79,28 @@ pub fn invalid_params(name: &str, what: &str) -> Value {
     )
 }
 
+/// Adds to a failed call's envelope the fence it ran in, so the model can
+/// tell the user that the sandbox may be why: `"sandbox": {"mode",
+/// "writable", "network"}`. Failed means the envelope says so, or the
+/// tool's own answer does (an `error`, or bash's non-zero `exit_code`: a
+/// refused write shows there); a success is left as it is.
+pub fn note_sandbox(envelope: &mut Value, fence: &crate::sandbox::Fence) {
+    let result = &envelope["result"];
+    let failed = envelope["tool_success"] == Value::Bool(false)
+        || result.get("error").is_some_and(|e| !e.is_null())
+        || result
+            .get("exit_code")
+            .and_then(Value::as_i64)
+            .is_some_and(|c| c != 0);
+    if failed {
+        envelope["sandbox"] = json!({
+            "mode": fence.mode.as_str(),
+            "writable": fence.writable.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "network": fence.network,
+        });
+    }
+}
+
 /// Wraps a finished run; returns the envelope and the events found on stderr.
 pub fn wrap(
     name: &str,
@@ -387,6 +409,35 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("[... 92 of 100 bytes omitted"));
+    }
+
+    #[test]
+    fn a_failure_names_the_fence_it_ran_in() {
+        use crate::sandbox::{Fence, Mode};
+        let fence = Fence {
+            mode: Mode::WorkspaceWrite,
+            writable: vec!["/w".into(), "/tmp".into()],
+            network: false,
+        };
+        let mut failed = wrap_text(Protocol::Ikigai, Ending::Code(1), "", "denied");
+        note_sandbox(&mut failed, &fence);
+        assert_eq!(
+            failed["sandbox"],
+            json!({"mode": "workspace-write", "writable": ["/w", "/tmp"], "network": false})
+        );
+        for answer in [
+            r#"{"error":"Permission denied: /x","error_code":"PERMISSION_DENIED"}"#,
+            r#"{"output":"cannot create x","exit_code":2}"#,
+        ] {
+            let mut refused = wrap_text(Protocol::Ikigai, Ending::Code(0), answer, "");
+            note_sandbox(&mut refused, &fence);
+            assert_eq!(refused["sandbox"]["mode"], "workspace-write", "{answer}");
+        }
+        for answer in ["{}", r#"{"output":"","exit_code":0}"#] {
+            let mut ok = wrap_text(Protocol::Ikigai, Ending::Code(0), answer, "");
+            note_sandbox(&mut ok, &fence);
+            assert_eq!(ok.get("sandbox"), None, "{answer}");
+        }
     }
 
     #[test]

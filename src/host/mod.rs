@@ -35,10 +35,12 @@ pub mod settings;
 pub mod signals;
 pub mod text;
 
-use cli::{CallCommand, Ikigai, Subcommand, ToolsCommand};
+use cli::{CallCommand, Ikigai, SandboxAction, Subcommand, ToolsCommand};
 use settings::Settings;
 
 use crate::exit;
+use crate::sandbox::Support;
+use crate::tool::Env;
 
 /// What the host leaves to its caller once the command line is read.
 pub enum Start {
@@ -46,7 +48,7 @@ pub enum Start {
     Done(ExitCode),
     /// No subcommand: the assistant runs, with these options and settings
     /// and the ID that followed `--resume`, if any.
-    Assistant(Box<Ikigai>, Settings, Option<String>),
+    Assistant(Box<Ikigai>, Box<Settings>, Option<String>),
 }
 
 pub fn main(args: Vec<OsString>) -> Start {
@@ -75,9 +77,21 @@ pub fn main(args: Vec<OsString>) -> Start {
             });
         }
     };
+    keep_memory_private();
     // Discovery holds three descriptors per probe in flight.
     discovery::raise_open_file_limit();
-    let settings = Settings::from_process(cli.overrides());
+    let mut overrides = cli.overrides();
+    let single_call = matches!(cli.command, Some(Subcommand::Call(_)));
+    match settings::sandbox_mode(cli.sandbox, &Env::from_process(), single_call) {
+        Ok(mode) => overrides.sandbox = Some(mode),
+        Err(e) => return Start::Done(usage_error(&format!("ikigai: {e}"))),
+    }
+    let settings = Settings::from_process(overrides);
+    let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
+    if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
+        // Said once, here; every call then runs with what the kernel has.
+        eprintln!("ikigai: warning: {gap}; tool calls run without it");
+    }
     Start::Done(match &cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&settings, cmd),
         Some(Subcommand::Schema(cmd)) => {
@@ -91,11 +105,27 @@ pub fn main(args: Vec<OsString>) -> Start {
             ExitCode::SUCCESS
         }
         Some(Subcommand::Call(cmd)) => call(&settings, cmd),
+        Some(Subcommand::Sandbox(cmd)) => match cmd.action {
+            SandboxAction::Check(_) => {
+                print!("{}", Support::detect().report(&settings.sandbox.writable()));
+                ExitCode::SUCCESS
+            }
+        },
         None if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) => {
             usage_error("ikigai: -p needs a message; it is empty")
         }
-        None => return Start::Assistant(Box::new(cli), settings, resume_id),
+        None => return Start::Assistant(Box::new(cli), Box::new(settings), resume_id),
     })
+}
+
+/// Makes this process non-dumpable: a tool running as the same user can
+/// then neither read the host's memory or environment (the keys) through
+/// /proc nor attach a debugger to it.
+fn keep_memory_private() {
+    // SAFETY: prctl(PR_SET_DUMPABLE) only changes a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
 }
 
 /// Says what was wrong with the command line and how to learn the right one.
@@ -157,15 +187,8 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
     // (within the deadline) instead of leaving them, and runs no tool.
     let outcome = signals::guarded(|cancel| {
         let registry = discovery::discover(settings);
-        (!cancel.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
-            call::call_text(
-                &registry,
-                &cmd.name,
-                &arguments,
-                &settings.limits,
-                Some(cancel),
-            )
-        })
+        (!cancel.load(std::sync::atomic::Ordering::SeqCst))
+            .then(|| call::call_text(&registry, &cmd.name, &arguments, settings, Some(cancel)))
     });
     let Some(outcome) = outcome else {
         signals::end_if_signalled();
