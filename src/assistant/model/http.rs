@@ -65,8 +65,18 @@ impl<R: Read> Read for Stoppable<R> {
 }
 
 /// POSTs `body` to `url` and feeds each server-sent event of the reply to
-/// `on_event`, which returns Ok(false) to stop reading.
+/// `on_event`, which returns Ok(false) to stop reading. No key the host
+/// holds survives in an error (see `redact`).
 pub fn post_sse(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+    on_event: &mut dyn FnMut(Event) -> Result<bool, ModelError>,
+) -> Result<(), ModelError> {
+    exchange(url, headers, body, on_event).map_err(|e| redact(e, &held_secrets(url, headers)))
+}
+
+fn exchange(
     url: &str,
     headers: &[(&str, &str)],
     body: &Value,
@@ -113,6 +123,57 @@ pub fn post_sse(
         sse::ReadError::Io(e) => ModelError::Network(format!("connection lost mid-reply: {e}")),
         sse::ReadError::TooBig(why) => ModelError::Malformed(why),
     })
+}
+
+/// Every secret the host holds for this request: the request's header
+/// values (a bearer token also bare), `key=` values in its URL, and every
+/// variable of the host's environment named like a secret. Values shorter
+/// than 8 bytes are left alone: too short to be keys, too common to cut.
+fn held_secrets(url: &str, headers: &[(&str, &str)]) -> Vec<String> {
+    let mut secrets: Vec<String> = Vec::new();
+    for (_, value) in headers {
+        secrets.push(value.to_string());
+        if let Some(token) = value.strip_prefix("Bearer ") {
+            secrets.push(token.to_string());
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        secrets.extend(
+            query
+                .split('&')
+                .filter_map(|pair| pair.strip_prefix("key="))
+                .map(str::to_string),
+        );
+    }
+    for (name, value) in std::env::vars_os() {
+        if crate::sandbox::secrets::is_secret(&name) {
+            secrets.push(value.to_string_lossy().into_owned());
+        }
+    }
+    secrets.retain(|s| s.len() >= 8);
+    // Longest first, so a key that contains another is cut whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
+}
+
+/// The error with each of `secrets` replaced by `[redacted]` in its text,
+/// before anyone shows or stores it: providers echo a wrong key back ("Incorrect API key provided: sk-...").
+pub fn redact(error: ModelError, secrets: &[String]) -> ModelError {
+    let clean = |text: String| {
+        secrets.iter().fold(text, |text, secret| {
+            text.replace(secret.as_str(), "[redacted]")
+        })
+    };
+    match error {
+        ModelError::Http { status, message } => ModelError::Http {
+            status,
+            message: clean(message),
+        },
+        ModelError::Network(m) => ModelError::Network(clean(m)),
+        ModelError::Malformed(m) => ModelError::Malformed(clean(m)),
+        ModelError::Reported(m) => ModelError::Reported(clean(m)),
+        other => other,
+    }
 }
 
 /// The provider's explanation in an error body: `error.message` (all three
@@ -182,6 +243,29 @@ mod tests {
         });
         assert_eq!(result, Err(ModelError::Cancelled));
         assert!(seen < 1000, "{seen} events read after the stop");
+    }
+
+    #[test]
+    fn keys_are_redacted_from_errors() {
+        let headers = [("authorization", "Bearer sk-live-123456789")];
+        let secrets = held_secrets("https://x/v1?alt=sse&key=AIzaKEY12345", &headers);
+        let error = ModelError::Http {
+            status: 401,
+            message: "Incorrect API key provided: sk-live-123456789 (or AIzaKEY12345)".into(),
+        };
+        assert_eq!(
+            redact(error, &secrets),
+            ModelError::Http {
+                status: 401,
+                message: "Incorrect API key provided: [redacted] (or [redacted])".into()
+            }
+        );
+        let short = held_secrets("https://x/", &[("x-api-key", "abc")]);
+        assert!(!short.contains(&"abc".to_string()));
+        assert_eq!(
+            redact(ModelError::Cancelled, &secrets),
+            ModelError::Cancelled
+        );
     }
 
     #[test]
