@@ -86,6 +86,12 @@ pub fn call(
         Protocol::Shellclaw => (vec![OsString::from(json)], None),
     };
     let contained = settings.sandbox.contain || fence.mode.confines();
+    if contained && !entry.path.exists() {
+        // Checked here, since the containment process would only report it
+        // as an exit code.
+        let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+        return CallOutcome::new(spawn_failure(name, &entry.path, &gone), vec![]);
+    }
     let cmd = command(entry, &args, &fence, settings, contained);
     let spawned = Proc::start(cmd, input, limits.max_output, limits.max_output, contained);
     let proc = match spawned {

@@ -71,12 +71,13 @@ pub struct SandboxSettings {
 
 impl SandboxSettings {
     /// Where a call may write in workspace-write mode: the workspace, the
-    /// added directories, `$TMPDIR` and `/tmp`.
+    /// added directories, `$TMPDIR`, `/tmp` and `/dev/shm`.
     pub fn writable(&self) -> Vec<PathBuf> {
         let mut dirs = vec![self.workspace.clone()];
         dirs.extend(self.add_dirs.iter().cloned());
         dirs.extend(self.tmpdir.iter().cloned());
         dirs.push(PathBuf::from("/tmp"));
+        dirs.push(PathBuf::from(crate::sandbox::SHARED_MEMORY));
         let mut unique: Vec<PathBuf> = Vec::with_capacity(dirs.len());
         for dir in dirs {
             if !unique.contains(&dir) {
@@ -318,7 +319,7 @@ mod tests {
         s.add_dirs = vec![PathBuf::from("/extra"), PathBuf::from("/w")];
         assert_eq!(
             s.writable(),
-            ["/w", "/extra", "/nonexistent-tmp", "/tmp"].map(PathBuf::from)
+            ["/w", "/extra", "/nonexistent-tmp", "/tmp", "/dev/shm"].map(PathBuf::from)
         );
         let bash = s.fence("bash", true);
         assert_eq!(bash.mode, Mode::WorkspaceWrite);

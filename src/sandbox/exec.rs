@@ -14,7 +14,10 @@
 //!
 //! The fence is built before the fork, in this single-threaded process, so
 //! the child only has to exec. The tool gets its own process group, so a
-//! `kill 0` in the tool cannot reach this process.
+//! `kill 0` in the tool cannot reach this process. When the program is this
+//! very executable under a tool's name (every tool of ours), the child does
+//! not exec it again: it runs the tool's personality itself, which saves the
+//! cost of starting the binary a second time (most of this process's cost).
 //!
 //! Usage: `ikigai-tools sandbox-exec [--mode M] [--writable DIR]...
 //! [--network] [--best-effort] -- PROGRAM [ARGS...]`. Without
@@ -132,6 +135,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
         Ok(argv) => argv,
         Err(e) => return fail(&e),
     };
+    let own_tool = own_tool(&request);
     // SAFETY: getpid has no failure. This process is single-threaded
     // (nothing here starts a thread), so the child may run ordinary code
     // until it execs.
@@ -141,7 +145,11 @@ pub fn main(args: &[OsString]) -> ExitCode {
         return fail(&format!("cannot fork: {}", std::io::Error::last_os_error()));
     }
     if tool == 0 {
-        child(&argv, &signals, me);
+        become_tool(&signals, me);
+        return match own_tool {
+            Some((tool, rest)) => crate::runner::run(tool, &rest),
+            None => exec(&argv),
+        };
     }
     let ending = signals.wait_for(tool);
     kill_descendants();
@@ -182,12 +190,29 @@ fn c_strings(request: &Request) -> Result<Vec<CString>, String> {
         .collect()
 }
 
-/// The forked child: becomes the tool.
-fn child(argv: &[CString], signals: &Signals, containment: libc::pid_t) -> ! {
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
-    // SAFETY: between fork and exec in a single-threaded process; the
-    // pointers are into `argv`, alive until exec.
+/// Our own tool, when `request.program` is this executable (the same
+/// file, usually through a link named after the tool): the tool and its
+/// arguments, as dispatch reads them from the program's name.
+fn own_tool(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/exe").ok()?;
+    let program = std::fs::metadata(&request.program).ok()?;
+    if (me.dev(), me.ino()) != (program.dev(), program.ino()) {
+        return None;
+    }
+    let argv = std::iter::once(request.program.clone())
+        .chain(request.args.iter().cloned())
+        .collect();
+    match crate::dispatch::resolve(argv) {
+        crate::dispatch::Personality::Tool(tool, rest) => Some((tool, rest)),
+        _ => None,
+    }
+}
+
+/// The forked child, before it runs the tool: its own process group, killed
+/// with its parent, the signal mask it had.
+fn become_tool(signals: &Signals, containment: libc::pid_t) {
+    // SAFETY: plain calls on this process, single-threaded after the fork.
     unsafe {
         libc::setpgid(0, 0);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -195,9 +220,18 @@ fn child(argv: &[CString], signals: &Signals, containment: libc::pid_t) -> ! {
             // The containment process is gone already: so is the call.
             libc::_exit(SETUP_FAILED as i32);
         }
+    }
+    signals.restore();
+}
+
+/// Replaces the forked child with the program.
+fn exec(argv: &[CString]) -> ! {
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: the pointers are into `argv`, alive until exec.
+    unsafe {
         // The Rust runtime ignores SIGPIPE; programs expect the default.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        signals.restore();
         libc::execvp(ptrs[0], ptrs.as_ptr());
         let errno = *libc::__errno_location();
         let msg = format!(

@@ -82,8 +82,21 @@ pub struct Fence {
 }
 
 /// The devices any program may write to, whatever the mode: discarding
-/// output, reading zeros, its terminal. Missing ones are passed over.
-pub const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+/// output, reading zeros, its terminal, and new pseudo-terminals (programs
+/// such as `script` and test runners open them). Missing ones are passed
+/// over.
+pub const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// POSIX shared memory and semaphores (Python's multiprocessing locks, many
+/// test runners): writable where temporary files are, in workspace-write.
+pub const SHARED_MEMORY: &str = "/dev/shm";
 
 /// What this kernel can enforce, asked of the kernel itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
