@@ -90,7 +90,7 @@ pub fn main(args: Vec<OsString>) -> Start {
     let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
     if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
         // Said once, here; every call then runs with what the kernel has.
-        eprintln!("ikigai: warning: {gap}; tool calls run without it");
+        eprintln!("ikigai: warning: {gap}; tool calls run with only what it supports");
     }
     Start::Done(match &cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&settings, cmd),
