@@ -297,6 +297,17 @@ mod tests {
     }
 
     #[test]
+    fn the_open_world_hint_is_read_from_the_schema() {
+        let (_dir, registry) = fixtures(&["echo"]);
+        let mut entry = registry.lookup("echo").unwrap().clone();
+        assert!(!open_world(&entry));
+        entry.schema["annotations"] = json!({"readOnlyHint": true, "openWorldHint": true});
+        assert!(open_world(&entry));
+        entry.schema["annotations"] = json!({"openWorldHint": "yes"});
+        assert!(!open_world(&entry));
+    }
+
+    #[test]
     fn cancel_stops_the_call_at_once() {
         let (_dir, registry) = fixtures(&["sleepy"]);
         let cancel = AtomicBool::new(false);

@@ -371,6 +371,56 @@ fn read_only_writes_nowhere() {
 }
 
 #[test]
+fn a_third_party_tool_is_fenced_in_too() {
+    if landlock().is_none() {
+        return;
+    }
+    let w = World::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sandbox/touch.sh");
+    w.dirs.link(&w.dirs.user, "touch", &script);
+    let wrote = |options: &[&str], target: &Path| {
+        let out = w
+            .ikigai()
+            .env("IKIGAI_TEST_TARGET", target)
+            .args(options)
+            .args(["call", "touch", "{}"])
+            .output();
+        out.json()["result"]["wrote"].clone()
+    };
+    let outside = w.outside.join("t");
+    assert_eq!(wrote(&["--sandbox", "workspace-write"], &outside), false);
+    assert!(!outside.exists());
+    assert_eq!(
+        wrote(&["--sandbox", "workspace-write"], &w.ws.join("t")),
+        true
+    );
+    assert_eq!(wrote(&["--sandbox", "read-only"], &w.ws.join("u")), false);
+    assert_eq!(wrote(&[], &outside), true);
+}
+
+#[test]
+fn sandbox_exec_refuses_bad_usage_without_running_anything() {
+    let w = World::new();
+    let target = w.ws.join("ran");
+    let out = crate::common::run_main()
+        .args(["sandbox-exec", "--mode", "strict", "--", "touch"])
+        .arg(&target)
+        .output();
+    assert_eq!(out.code, 125, "{out:?}");
+    assert!(
+        out.stderr.contains("invalid sandbox mode 'strict'"),
+        "{}",
+        out.stderr
+    );
+    assert!(!target.exists());
+    // Used directly, it runs any program, with its exit status.
+    let out = crate::common::run_main()
+        .args(["sandbox-exec", "--mode", "off", "--", "sh", "-c", "exit 7"])
+        .output();
+    assert_eq!(out.code, 7, "{out:?}");
+}
+
+#[test]
 fn ikigai_call_runs_unsandboxed_unless_asked() {
     let w = World::new();
     let target = w.outside.join("free.txt");
