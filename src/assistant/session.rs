@@ -75,7 +75,9 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
         .parent()
         .filter(|p| p.file_name() == Some("ikigai".as_ref()));
     for d in [Some(dir), ours].into_iter().flatten() {
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
+        // Best effort: a directory someone else owns stays as it is, and the
+        // files in it are 0600 all the same.
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
     }
     Ok(())
 }
@@ -147,6 +149,9 @@ impl Session {
             .append(true)
             .open(&path)
             .with_context(|| format!("cannot append to {}", path.display()))?;
+        // A session an older version wrote may be readable by others.
+        let _ = private_dir(dir);
+        let _ = file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
         // A line torn by a crash must not swallow the next entry.
         let text = std::fs::read(&path).unwrap_or_default();
         if text.last().is_some_and(|b| *b != b'\n') {
@@ -385,6 +390,13 @@ mod tests {
         assert_eq!(mode(&data), 0o700);
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(session.path()), 0o600);
+        // One an older version left readable is made private on resume.
+        let path = session.path().to_path_buf();
+        drop(session);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Session::resume(&dir, None).unwrap();
+        assert_eq!((mode(&path), mode(&dir)), (0o600, 0o700));
         // The directory above ikigai's own is not ours to change.
         assert_eq!(mode(root.path()), 0o755);
     }

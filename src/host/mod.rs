@@ -121,7 +121,7 @@ pub fn main(args: Vec<OsString>) -> Start {
 /// Makes this process non-dumpable: a tool running as the same user can
 /// then neither read the host's memory or environment (the keys) through
 /// /proc nor attach a debugger to it.
-fn keep_memory_private() {
+pub fn keep_memory_private() {
     // SAFETY: prctl(PR_SET_DUMPABLE) only changes a flag of this process.
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -145,7 +145,12 @@ impl Settings {
             },
             discovery_deadline: Duration::from_secs(1),
             sandbox: SandboxSettings {
-                mode: overrides.sandbox.unwrap_or(Mode::WorkspaceWrite),
+                // A personality that did not call `sandbox_mode` still gets
+                // the variable (when valid) and the safe default.
+                mode: overrides
+                    .sandbox
+                    .or_else(|| sandbox_mode(None, env, false).ok())
+                    .unwrap_or(Mode::WorkspaceWrite),
                 workspace: std::env::current_dir()
                     .and_then(|d| d.canonicalize())
                     .unwrap_or_else(|_| PathBuf::from(".")),
