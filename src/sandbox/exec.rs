@@ -121,6 +121,9 @@ pub fn main(args: &[OsString]) -> ExitCode {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        // The tool runs as the same user: it must not be able to attach to
+        // this process and stop it from cleaning up.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         // The host may have died before the line above: then no signal
         // will come, and the call has no one to answer to.
         if libc::getppid() != host {
