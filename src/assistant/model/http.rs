@@ -125,13 +125,15 @@ fn exchange(
     })
 }
 
-/// Every secret the host holds for this request: the request's header
-/// values (a bearer token also bare), `key=` values in its URL, and every
-/// variable of the host's environment named like a secret. Values shorter
-/// than 8 bytes are left alone: too short to be keys, too common to cut.
+/// Every secret the host holds for this request: the values of its headers
+/// named like secrets (`authorization`, `x-api-key`; a bearer token also
+/// bare), `key=` values in its URL, and every variable of the host's
+/// environment named like a secret. Values shorter than 8 bytes are left
+/// alone: too short to be keys, too common to cut.
 fn held_secrets(url: &str, headers: &[(&str, &str)]) -> Vec<String> {
+    use crate::sandbox::secrets::is_secret;
     let mut secrets: Vec<String> = Vec::new();
-    for (_, value) in headers {
+    for (_, value) in headers.iter().filter(|(name, _)| is_secret(name.as_ref())) {
         secrets.push(value.to_string());
         if let Some(token) = value.strip_prefix("Bearer ") {
             secrets.push(token.to_string());
@@ -262,6 +264,8 @@ mod tests {
         );
         let short = held_secrets("https://x/", &[("x-api-key", "abc")]);
         assert!(!short.contains(&"abc".to_string()));
+        let plain = held_secrets("https://x/", &[("anthropic-version", "2023-06-01")]);
+        assert!(!plain.contains(&"2023-06-01".to_string()));
         assert_eq!(
             redact(ModelError::Cancelled, &secrets),
             ModelError::Cancelled
