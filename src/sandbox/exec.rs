@@ -109,8 +109,8 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
     Err("no program: the command ends with -- PROGRAM [ARGS...]".into())
 }
 
-/// Runs the personality: never returns while the tool runs; ends the way
-/// the tool ended.
+/// Runs the personality: returns once the tool and everything it started
+/// have ended, with the tool's exit code (or ends by the tool's signal).
 pub fn main(args: &[OsString]) -> ExitCode {
     let request = match parse(args) {
         Ok(r) => r,
@@ -170,12 +170,9 @@ fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
     if !fence.mode.confines() {
         return Ok(());
     }
-    let landlock = if best_effort && landlock::abi_version().is_none() {
-        Ok(())
-    } else {
-        landlock::restrict(fence.mode, &fence.writable)
-    };
-    landlock?;
+    if !best_effort || landlock::abi_version().is_some() {
+        landlock::restrict(fence.mode, &fence.writable)?;
+    }
     if !fence.network && (!best_effort || seccomp::available()) {
         seccomp::deny_network()?;
     }
