@@ -500,6 +500,28 @@ fn network_is_refused_unless_allowed() {
     assert!(accepted(&l));
 }
 
+#[test]
+fn a_web_tool_works_inside_the_fence_when_it_has_the_network() {
+    if landlock().is_none() {
+        return;
+    }
+    let w = World::new();
+    w.dirs.link(&w.dirs.sys, "web_fetch", bin());
+    let server = crate::common::http::Server::start(|_| {
+        crate::common::http::Reply::html(
+            "<html><head><title>T</title></head><body><p>fenced</p></body></html>",
+        )
+    });
+    let envelope = w
+        .ikigai()
+        .env("IKIGAI_FETCH_ALLOW_PRIVATE", "1")
+        .args(["--sandbox", "read-only", "--network", "call", "web_fetch"])
+        .arg(json!({"url": server.url("/")}).to_string())
+        .output()
+        .json();
+    assert_eq!(envelope["result"]["content"], "fenced", "{envelope}");
+}
+
 // Containment.
 
 /// Processes whose command line holds `marker`.
