@@ -476,6 +476,37 @@ def bench_call(t):
                       m["peer"], 3.0)]
 
 
+def bench_sandbox(t):
+    """The cost of the fence and containment per call: the same file-read
+    call run through `ikigai-tools sandbox-exec` (Landlock + seccomp +
+    subreaper, as the assistant runs every call; and mode off, containment
+    only) and run directly."""
+    need_tool("file-read")
+    path, text = small_file()
+    direct = [tool_path("file-read"), json.dumps({"file_path": path})]
+    workspace = os.path.dirname(path)
+    fenced = [BIN, "sandbox-exec", "--mode", "workspace-write", "--writable", workspace,
+              "--writable", "/tmp", "--"] + direct
+    contained = [BIN, "sandbox-exec", "--mode", "off", "--"] + direct
+    for argv in (fenced, contained):
+        got = ours_json(argv)
+        if got.get("output") != text:
+            raise Wrong(f"{shlex.join(argv[:5])} answered {str(got)[:200]}")
+    m = t.medians({"fenced": {"cmd": fenced}, "contained": {"cmd": contained},
+                   "direct": {"cmd": direct}}, runs=200, warmup=20)
+    rows = []
+    for label, what in [("fenced", "workspace-write, network off"),
+                        ("contained", "mode off (containment only)")]:
+        diff = m[label] - m["direct"]
+        rows.append(row("sandbox", f"file-read, {what}", ours=fmt_time(m[label]),
+                        peer="same call, direct", peer_time=fmt_time(m["direct"]),
+                        ratio=f"{m[label] / m['direct']:.2f}",
+                        target="≤ +1 ms", ok=diff <= 0.001, ours_s=m[label],
+                        peer_s=m["direct"], diff_s=diff,
+                        note=f"+{diff * 1000:.2f} ms per call"))
+    return rows
+
+
 def parallel_true(n):
     """One process that runs n `true` processes at once: the least any
     discovery of n tools can cost."""
@@ -772,6 +803,8 @@ def bench_fetch(t):
 
 BENCHES = {
     "call": (bench_call, ["file-read of a small file"]),
+    "sandbox": (bench_sandbox, ["file-read, workspace-write, network off",
+                                "file-read, mode off (containment only)"]),
     "discover": (bench_discover, ["`ikigai tools --json`"]),
     "discover-200": (bench_discover_200, ["`ikigai tools --json`, 200 tools"]),
     "grep-tree": (bench_grep_tree, ["`**/*.rs` literal and regex"]),
@@ -788,6 +821,7 @@ BENCHES = {
 # What each benchmark reads, prepared before any timing starts.
 CORPORA = {
     "call": [small_file],
+    "sandbox": [small_file],
     "grep-tree": [rust_corpus],
     "glob-tree": [rust_corpus],
     "edit-big": [big_file],

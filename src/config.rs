@@ -19,6 +19,7 @@ use serde::Deserialize;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use crate::sandbox::Mode;
 use crate::tool::Env;
 
 /// The variable that names another config file.
@@ -34,7 +35,7 @@ pub struct Config {
     pub provider: Option<String>,
     pub model: Option<String>,
     /// `workspace-write`, `read-only` or `off`.
-    pub sandbox: Option<SandboxMode>,
+    pub sandbox: Option<Mode>,
     pub approval: Option<ApprovalMode>,
     /// Network sockets for every tool, bash included.
     pub network: Option<bool>,
@@ -71,14 +72,6 @@ pub struct ToolConfig {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    WorkspaceWrite,
-    ReadOnly,
-    Off,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {
     Ask,
     Auto,
@@ -90,7 +83,7 @@ pub enum ApprovalMode {
 struct Raw {
     provider: Option<String>,
     model: Option<String>,
-    sandbox: Option<SandboxMode>,
+    sandbox: Option<Mode>,
     approval: Option<ApprovalMode>,
     network: Option<bool>,
     #[serde(default)]
@@ -302,7 +295,7 @@ env = ["GITHUB_TOKEN"]
         let c = parse(text, Path::new("/c/config.toml")).unwrap();
         assert_eq!(c.provider.as_deref(), Some("anthropic"));
         assert_eq!(c.model.as_deref(), Some("claude-x"));
-        assert_eq!(c.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(c.sandbox, Some(Mode::ReadOnly));
         assert_eq!(c.approval, Some(ApprovalMode::Auto));
         assert_eq!(c.network, Some(true));
         assert_eq!(

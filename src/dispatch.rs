@@ -13,6 +13,9 @@ pub enum Personality {
     Tool(&'static dyn Tool, Vec<OsString>),
     /// Run the host with the remaining arguments.
     Host(Vec<OsString>),
+    /// Fence in and contain one tool call (`ikigai-tools sandbox-exec`,
+    /// started by the host; not a tool, so not listed).
+    SandboxExec(Vec<OsString>),
     List,
     Help,
     Version,
@@ -41,6 +44,7 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
     };
     let first = first.to_string_lossy().into_owned();
     match first.as_str() {
+        crate::sandbox::exec::NAME => Personality::SandboxExec(rest[1..].to_vec()),
         "--list" => Personality::List,
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,
@@ -114,5 +118,16 @@ mod tests {
         assert!(
             matches!(resolve(argv(&["ikigai-tools", "ikigai"])), Personality::Host(r) if r.is_empty())
         );
+    }
+
+    #[test]
+    fn sandbox_exec_only_as_the_first_argument() {
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "sandbox-exec", "--", "x"])), Personality::SandboxExec(r) if r == argv(&["--", "x"]))
+        );
+        assert!(matches!(
+            resolve(argv(&["/x/sandbox-exec"])),
+            Personality::Help | Personality::Unknown(_)
+        ));
     }
 }

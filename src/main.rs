@@ -15,6 +15,7 @@ mod host;
 mod out;
 mod protocol;
 mod runner;
+mod sandbox;
 mod tool;
 mod tools;
 mod truncate;
@@ -29,9 +30,10 @@ fn main() -> ExitCode {
         Personality::Host(rest) => match host::main(rest) {
             host::Start::Done(code) => code,
             host::Start::Assistant(cli, settings, resume_id, config) => {
-                assistant::main(*cli, settings, resume_id, *config)
+                assistant::main(*cli, *settings, resume_id, *config)
             }
         },
+        Personality::SandboxExec(rest) => sandbox::exec::main(&rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             out::print_out(names.join("\n").as_bytes(), true);

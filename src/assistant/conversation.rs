@@ -73,6 +73,21 @@ pub trait ToolHost: Sync {
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
+    /// `call` with the sandbox off, for a call the person chose to run
+    /// again outside it.
+    fn call_unsandboxed(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+    ) -> CallOutcome {
+        self.call(name, arguments, cancel)
+    }
+    /// True when the kernel cannot fence calls as the settings ask: every
+    /// call that is not read-only then needs approval.
+    fn unsandboxed(&self) -> bool {
+        false
+    }
 }
 
 /// What the person sees, in the order things happen.
@@ -483,19 +498,24 @@ impl Conversation {
         if indices.is_empty() {
             return;
         }
+        // What each call runs with: under strict mode, without the optional
+        // parameters the model set to null.
+        let arguments: Vec<Value> = calls
+            .iter()
+            .map(|call| match host.parameters(&call.name) {
+                Some(params) if strict && strict::parameters(&params).is_some() => {
+                    strict::without_optional_nulls(&params, &call.arguments)
+                }
+                _ => call.arguments.clone(),
+            })
+            .collect();
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for &index in indices {
-                let call = &calls[index];
-                let arguments = match host.parameters(&call.name) {
-                    Some(params) if strict && strict::parameters(&params).is_some() => {
-                        strict::without_optional_nulls(&params, &call.arguments)
-                    }
-                    _ => call.arguments.clone(),
-                };
+                let (call, arguments) = (&calls[index], &arguments[index]);
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let outcome = host.call(&call.name, &arguments, Some(cancel));
+                    let outcome = host.call(&call.name, arguments, Some(cancel));
                     let _ = tx.send((index, outcome));
                 });
             }
@@ -506,8 +526,21 @@ impl Conversation {
             };
             ui.waiting(&label);
             let mut running = indices.len();
-            for (index, outcome) in rx {
-                envelopes[index] = Some(self.finish_call(&calls[index], outcome, ui));
+            for (index, mut outcome) in rx {
+                let call = &calls[index];
+                // A call that failed inside the sandbox may, if the person
+                // says so at the prompt, run again outside it.
+                if outcome.sandbox.is_some() {
+                    let why = short_outcome(&outcome, 200).1;
+                    if self
+                        .approval
+                        .rerun_outside_sandbox(&call.name, &why, cancel)
+                    {
+                        outcome =
+                            host.call_unsandboxed(&call.name, &arguments[index], Some(cancel));
+                    }
+                }
+                envelopes[index] = Some(self.finish_call(call, outcome, ui));
                 running -= 1;
                 if running > 0 {
                     ui.waiting(&label);
@@ -529,7 +562,7 @@ impl Conversation {
         let outputs = &mut self.outputs;
         let envelope = for_model::envelope(
             &call.name,
-            outcome.envelope.to_json(),
+            outcome.to_json(),
             self.model_output,
             &mut |what, text| outputs.save(&call.id, what, text.as_bytes()),
         );
@@ -700,7 +733,7 @@ pub fn short_call(call: &ToolCall, max: usize) -> String {
 
 /// One line saying how a call went, and whether it failed.
 pub fn short_outcome(outcome: &CallOutcome, max: usize) -> (bool, String) {
-    let envelope = outcome.envelope.to_json();
+    let envelope = outcome.to_json();
     let failure = |e: &Value| {
         let code = e["error_code"].as_str().unwrap_or("ERROR");
         let text = e["error"]

@@ -7,6 +7,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -59,6 +60,27 @@ pub struct Session {
     file: File,
 }
 
+/// Makes `dir` (the sessions directory) and its parent (ikigai's data
+/// directory, which also holds the prompt history) mode 0700, creating them
+/// if needed: conversations hold what the user and the tools said, which is
+/// for the user alone. Files in them are created 0600.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let ours = dir
+        .parent()
+        .filter(|p| p.file_name() == Some("ikigai".as_ref()));
+    for d in [Some(dir), ours].into_iter().flatten() {
+        // Best effort: a directory someone else owns stays as it is, and the
+        // files in it are 0600 all the same.
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
+    }
+    Ok(())
+}
+
 /// `$XDG_DATA_HOME/ikigai/sessions`, or `~/.local/share/ikigai/sessions`.
 pub fn sessions_dir(env: &Env) -> Option<PathBuf> {
     let data = match env.var("XDG_DATA_HOME") {
@@ -71,7 +93,7 @@ pub fn sessions_dir(env: &Env) -> Option<PathBuf> {
 impl Session {
     /// Starts a new session file in `dir`.
     pub fn create(dir: &Path) -> Result<Session> {
-        std::fs::create_dir_all(dir)
+        private_dir(dir)
             .with_context(|| format!("cannot create the sessions directory {}", dir.display()))?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -81,7 +103,9 @@ impl Session {
         loop {
             let id = format!("{stamp}-{:04x}", salt & 0xffff);
             let path = dir.join(format!("{id}.jsonl"));
-            match OpenOptions::new().append(true).create_new(true).open(&path) {
+            let mut options = OpenOptions::new();
+            options.append(true).create_new(true).mode(0o600);
+            match options.open(&path) {
                 Ok(file) => return Ok(Session { id, path, file }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     salt = salt.wrapping_add(1)
@@ -124,6 +148,9 @@ impl Session {
             .append(true)
             .open(&path)
             .with_context(|| format!("cannot append to {}", path.display()))?;
+        // A session an older version wrote may be readable by others.
+        let _ = private_dir(dir);
+        let _ = file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
         // A line torn by a crash must not swallow the next entry.
         let text = std::fs::read(&path).unwrap_or_default();
         if text.last().is_some_and(|b| *b != b'\n') {
@@ -345,6 +372,32 @@ mod tests {
                 text: "again".into()
             }
         );
+    }
+
+    #[test]
+    fn sessions_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("ikigai");
+        std::fs::create_dir(&data).unwrap();
+        for d in [root.path(), &data] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let dir = data.join("sessions");
+        let session = Session::create(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(session.path()), 0o600);
+        // One an older version left readable is made private on resume.
+        let path = session.path().to_path_buf();
+        drop(session);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Session::resume(&dir, None).unwrap();
+        assert_eq!((mode(&path), mode(&dir)), (0o600, 0o700));
+        // The directory above ikigai's own is not ours to change.
+        assert_eq!(mode(root.path()), 0o755);
     }
 
     #[test]

@@ -96,8 +96,26 @@ impl ToolHost for Tools {
 
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
-            crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)
+            crate::host::call::call(&s.registry, name, arguments, &s.settings, cancel)
         })
+    }
+
+    fn call_unsandboxed(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+    ) -> CallOutcome {
+        self.with_registry(|s| {
+            let mut settings = s.settings.clone();
+            settings.sandbox.mode = crate::sandbox::Mode::Off;
+            crate::host::call::call(&s.registry, name, arguments, &settings, cancel)
+        })
+    }
+
+    fn unsandboxed(&self) -> bool {
+        let sandbox = &self.settings.sandbox;
+        sandbox.mode.confines() && sandbox.unavailable.is_some()
     }
 }
 
@@ -160,6 +178,6 @@ mod tests {
         });
         assert!(tools.ready());
         let outcome = tools.call("nope", &json!({}), None);
-        assert_eq!(outcome.envelope.to_json()["error_code"], "TOOL_NOT_FOUND");
+        assert_eq!(outcome.to_json()["error_code"], "TOOL_NOT_FOUND");
     }
 }

@@ -6,18 +6,26 @@
 //! protocol), drain both outputs up to the cap, kill the whole group at the
 //! deadline or when the person interrupts, and wrap what happened in the
 //! envelope.
+//!
+//! The tool runs inside `ikigai-tools sandbox-exec` (our own executable,
+//! again): fenced in as the settings say, with the host's environment less
+//! its secrets, and contained, so nothing it starts outlives the call.
 
-use std::ffi::OsStr;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::child::{self, Proc};
 use super::envelope::{self, Ending, Envelope, Failure};
-use super::registry::{Protocol, Registry};
-use super::settings::Limits;
+use super::registry::{Entry, Protocol, Registry};
+use super::settings::Settings;
 use crate::args::type_name as kind;
+use crate::sandbox::{exec, secrets, Fence};
 
 /// How often a running call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);
@@ -25,20 +33,36 @@ const CANCEL_POLL: Duration = Duration::from_millis(25);
 /// What a call produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOutcome {
-    /// What the model receives (`to_json`).
+    /// How the call ended.
     pub envelope: Envelope,
     /// `config_required` events from the tool's stderr: for the person only.
     pub events: Vec<Value>,
+    /// The fence a failed sandboxed call ran in (`envelope::sandbox_note`).
+    pub sandbox: Option<Value>,
 }
 
 impl CallOutcome {
     pub fn new(envelope: Envelope, events: Vec<Value>) -> Self {
-        CallOutcome { envelope, events }
+        CallOutcome {
+            envelope,
+            events,
+            sandbox: None,
+        }
     }
 
     /// The envelope's `tool_success`.
     pub fn success(&self) -> bool {
         self.envelope.success()
+    }
+
+    /// What the model receives: the envelope, and `"sandbox"` when the
+    /// call failed inside one.
+    pub fn to_json(&self) -> Value {
+        let mut json = self.envelope.to_json();
+        if let Some(note) = &self.sandbox {
+            json["sandbox"] = note.clone();
+        }
+        json
     }
 }
 
@@ -50,9 +74,10 @@ pub fn call(
     registry: &Registry,
     name: &str,
     arguments: &Value,
-    limits: &Limits,
+    settings: &Settings,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
+    let limits = &settings.limits;
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
     };
@@ -68,22 +93,20 @@ pub fn call(
         return CallOutcome::new(Envelope::invalid_params(name, &what), vec![]);
     }
     let json = arguments.to_string();
-    let spawned = match entry.protocol {
-        Protocol::Ikigai => Proc::spawn(
-            &entry.path,
-            &[],
-            Some(json.into_bytes()),
-            limits.max_output,
-            limits.max_output,
-        ),
-        Protocol::Shellclaw => Proc::spawn(
-            &entry.path,
-            &[OsStr::new(&json)],
-            None,
-            limits.max_output,
-            limits.max_output,
-        ),
+    let fence = settings.sandbox.fence(name, open_world(entry));
+    let (args, input) = match entry.protocol {
+        Protocol::Ikigai => (vec![], Some(json.into_bytes())),
+        Protocol::Shellclaw => (vec![OsString::from(json)], None),
     };
+    let contained = settings.sandbox.contain || fence.mode.confines();
+    if contained && !entry.path.exists() {
+        // Checked here, since the containment process would only report it
+        // as an exit code.
+        let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+        return CallOutcome::new(spawn_failure(name, &entry.path, &gone), vec![]);
+    }
+    let cmd = command(entry, &args, &fence, settings, contained);
+    let spawned = Proc::start(cmd, input, limits.max_output, limits.max_output, contained);
     let proc = match spawned {
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
@@ -91,7 +114,64 @@ pub fn call(
     let (ending, finished) = run(proc, limits.timeout, cancel);
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);
-    CallOutcome::new(envelope, events)
+    let mut outcome = CallOutcome::new(envelope, events);
+    if fence.mode.confines() {
+        outcome.sandbox = envelope::sandbox_note(&outcome.envelope, &fence);
+    }
+    outcome
+}
+
+/// Whether the tool says it reaches the world outside this machine (MCP's
+/// `openWorldHint` annotation in its schema).
+fn open_world(entry: &Entry) -> bool {
+    entry.hint("openWorldHint")
+}
+
+/// The command that runs one call: the tool's file, inside the containment
+/// process when `contained`, with the environment the tool may see.
+fn command(
+    entry: &Entry,
+    args: &[OsString],
+    fence: &Fence,
+    settings: &Settings,
+    contained: bool,
+) -> Command {
+    let mut cmd = if contained {
+        let mut cmd = Command::new(own_executable());
+        // The name decides the personality; "ikigai-tools" is none of the
+        // tools, so the first argument (sandbox-exec) does.
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+        let best_effort = settings.sandbox.unavailable.is_some();
+        cmd.args(exec::arguments(fence, best_effort))
+            .arg(&entry.path);
+        cmd
+    } else {
+        Command::new(&entry.path)
+    };
+    let pass = settings
+        .tool_env
+        .get(&entry.name)
+        .map_or(&[][..], Vec::as_slice);
+    cmd.args(args)
+        .env_clear()
+        .envs(secrets::tool_env(std::env::vars_os(), &entry.name, pass));
+    cmd
+}
+
+/// This executable, to run as the containment process: `/proc/self/exe`
+/// names the very file the host runs from, even if it was replaced or
+/// deleted since (a rebuild while the assistant runs); without /proc, the
+/// path it was started from, looked up once.
+fn own_executable() -> &'static Path {
+    static EXE: OnceLock<std::path::PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let proc_exe = Path::new("/proc/self/exe");
+        if proc_exe.exists() {
+            proc_exe.to_path_buf()
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| proc_exe.to_path_buf())
+        }
+    })
 }
 
 /// Like `call`, with the arguments as JSON text, as OpenAI sends them: text
@@ -100,14 +180,14 @@ pub fn call_text(
     registry: &Registry,
     name: &str,
     arguments: &str,
-    limits: &Limits,
+    settings: &Settings,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
     if registry.lookup(name).is_none() {
         return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
     }
     match serde_json::from_str::<Value>(arguments) {
-        Ok(value) => call(registry, name, &value, limits, cancel),
+        Ok(value) => call(registry, name, &value, settings, cancel),
         Err(e) => CallOutcome::new(not_json(name, &e), vec![]),
     }
 }
@@ -192,8 +272,19 @@ fn spawn_failure(name: &str, path: &std::path::Path, e: &std::io::Error) -> Enve
 mod tests {
     use super::*;
     use crate::host::registry::{Entry, Origin};
+    use crate::sandbox::Mode;
     use serde_json::json;
     use std::path::Path;
+
+    /// Unit tests run inside the test harness, which cannot be a
+    /// containment process: calls run the tool directly (the integration
+    /// tests run the real executable, contained).
+    fn settings() -> Settings {
+        let mut s = Settings::resolve(Default::default(), &crate::tool::Env::default(), None);
+        s.sandbox.mode = Mode::Off;
+        s.sandbox.contain = false;
+        s
+    }
 
     /// A registry of fixture tools (tests/fixtures/host/tool.sh, which acts
     /// after the name of the link that runs it).
@@ -220,6 +311,17 @@ mod tests {
     }
 
     #[test]
+    fn the_open_world_hint_is_read_from_the_schema() {
+        let (_dir, registry) = fixtures(&["echo"]);
+        let mut entry = registry.lookup("echo").unwrap().clone();
+        assert!(!open_world(&entry));
+        entry.schema["annotations"] = json!({"readOnlyHint": true, "openWorldHint": true});
+        assert!(open_world(&entry));
+        entry.schema["annotations"] = json!({"openWorldHint": "yes"});
+        assert!(!open_world(&entry));
+    }
+
+    #[test]
     fn cancel_stops_the_call_at_once() {
         let (_dir, registry) = fixtures(&["sleepy"]);
         let cancel = AtomicBool::new(false);
@@ -229,18 +331,12 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(300));
                 cancel.store(true, Ordering::Relaxed);
             });
-            call(
-                &registry,
-                "sleepy",
-                &json!({}),
-                &Limits::default(),
-                Some(&cancel),
-            )
+            call(&registry, "sleepy", &json!({}), &settings(), Some(&cancel))
         });
         // The tool sleeps 30 s; the default timeout is 30 s.
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(!outcome.success());
-        let e = &outcome.envelope.to_json();
+        let e = &outcome.to_json();
         assert_eq!(
             (&e["error_code"], &e["exit_code"]),
             (&json!("CANCELLED"), &Value::Null)
@@ -265,28 +361,25 @@ mod tests {
             &registry,
             "echo",
             &json!({"a": 1}),
-            &Limits::default(),
+            &settings(),
             Some(&cancel),
         );
         assert!(outcome.success(), "{:?}", outcome.envelope);
-        assert_eq!(
-            outcome.envelope.to_json()["result"]["input"],
-            json!({"a": 1})
-        );
+        assert_eq!(outcome.to_json()["result"]["input"], json!({"a": 1}));
         assert!(outcome.events.is_empty());
     }
 
     #[test]
     fn text_arguments_and_refusals() {
         let (_dir, registry) = fixtures(&["echo"]);
-        let limits = Limits::default();
+        let limits = settings();
         let ok = call_text(&registry, "echo", r#"{"x":true}"#, &limits, None);
-        assert_eq!(ok.envelope.to_json()["result"]["input"], json!({"x": true}));
+        assert_eq!(ok.to_json()["result"]["input"], json!({"x": true}));
         let bad = call_text(&registry, "echo", "{x", &limits, None);
-        assert_eq!(bad.envelope.to_json()["error_code"], "INVALID_PARAMS");
+        assert_eq!(bad.to_json()["error_code"], "INVALID_PARAMS");
         // An unknown name is reported as such even with bad arguments.
         let unknown = call_text(&registry, "nope", "{x", &limits, None);
-        assert_eq!(unknown.envelope.to_json()["error_code"], "TOOL_NOT_FOUND");
+        assert_eq!(unknown.to_json()["error_code"], "TOOL_NOT_FOUND");
         assert!(!unknown.success());
     }
 }

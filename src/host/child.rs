@@ -5,6 +5,11 @@
 //! pipe; each output kept up to a cap (its head and its tail) while the rest
 //! is counted and dropped. Discovery pumps many of these together; a tool
 //! call pumps one.
+//!
+//! A tool call runs inside a containment process (`ikigai-tools
+//! sandbox-exec`), which outlives every process of the call: the host stops
+//! such a call with SIGTERM to that process alone, which kills everything
+//! the call started (even processes that left the group) and then exits.
 
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
@@ -110,6 +115,9 @@ pub struct Proc {
     /// The group has had its SIGKILL (at the deadline, on a cancel, or when
     /// the leader exited).
     group_killed: bool,
+    /// The process is a containment process: stopped by SIGTERM, which it
+    /// passes on to everything the call started.
+    contained: bool,
     started: Instant,
 }
 
@@ -130,8 +138,9 @@ enum Pipe {
 }
 
 impl Proc {
-    /// Starts `program` with `args` in a new process group. With `input`,
-    /// stdin is a pipe fed that text and then closed; without, `/dev/null`.
+    /// Starts `program` with `args` in a new process group, with the host's
+    /// environment less its secrets. With `input`, stdin is a pipe fed that
+    /// text and then closed; without, `/dev/null`.
     pub fn spawn(
         program: &Path,
         args: &[&OsStr],
@@ -141,9 +150,24 @@ impl Proc {
     ) -> io::Result<Proc> {
         let mut cmd = process::Command::new(program);
         cmd.args(args)
-            // Tells our tools to fit their answers into the cap (see
-            // `truncate`), so a long output still arrives as valid JSON.
-            .env(crate::env::MAX_OUTPUT_VAR, out_cap.to_string())
+            .env_clear()
+            .envs(crate::sandbox::secrets::base_env(std::env::vars_os()));
+        Proc::start(cmd, input, out_cap, err_cap, false)
+    }
+
+    /// Starts `cmd` (its program, arguments and environment set) in a new
+    /// process group, as `spawn` does. `contained`: `cmd` runs a
+    /// containment process (see the module's note).
+    pub fn start(
+        mut cmd: process::Command,
+        input: Option<Vec<u8>>,
+        out_cap: usize,
+        err_cap: usize,
+        contained: bool,
+    ) -> io::Result<Proc> {
+        // Tells our tools to fit their answers into the cap (see
+        // `truncate`), so a long output still arrives as valid JSON.
+        cmd.env(crate::env::MAX_OUTPUT_VAR, out_cap.to_string())
             .process_group(0)
             .stdin(if input.is_some() {
                 Stdio::piped()
@@ -181,6 +205,7 @@ impl Proc {
             exited_at: None,
             killed_at: None,
             group_killed: false,
+            contained,
             started: Instant::now(),
         };
         if proc.input.is_empty() {
@@ -206,7 +231,14 @@ impl Proc {
     /// leader is unreaped: its pid, the group's id, cannot have been reused.
     pub fn kill(&mut self) {
         if self.status.is_none() && self.killed_at.is_none() {
-            self.kill_group();
+            if self.contained {
+                // SAFETY: kill(2) on our unreaped child.
+                unsafe {
+                    libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+                }
+            } else {
+                self.kill_group();
+            }
             self.killed_at = Some(Instant::now());
         }
         self.stdin = None;
@@ -350,6 +382,11 @@ impl Proc {
         if self.status.is_none() {
             if self.killed_at.is_none() {
                 self.kill();
+            }
+            if self.contained {
+                // A containment process that has not ended within the
+                // drain time after its SIGTERM is stuck: end it.
+                self.kill_group();
             }
             self.status = self.child.wait().ok();
         } else {

@@ -8,10 +8,11 @@ use std::time::Duration;
 use argh::FromArgs;
 
 use super::format::ToolFormat;
-use super::settings::{parse_size, parse_timeout, Overrides};
+use super::settings::{parse_dir, parse_size, parse_timeout, Overrides};
+use crate::sandbox::Mode;
 
 /// The subcommands' names, which `--resume` never takes as its ID.
-pub const SUBCOMMANDS: &[&str] = &["tools", "schema", "call"];
+pub const SUBCOMMANDS: &[&str] = &["tools", "schema", "call", "sandbox"];
 
 #[derive(FromArgs, Debug)]
 /// ikigai: the host of the ikigai tools. It discovers tools (executables
@@ -40,6 +41,22 @@ pub struct Ikigai {
     /// drained and counted (default 1M; K, M, G suffixes allowed)
     #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
     pub max_output: Option<usize>,
+
+    /// what tool calls may touch: workspace-write (writes only under the
+    /// current directory, --add-dir directories, $TMPDIR and /tmp),
+    /// read-only, or off (default: $IKIGAI_SANDBOX, else workspace-write;
+    /// `ikigai call` runs unsandboxed unless this is given)
+    #[argh(option, from_str_fn(parse_mode), arg_name = "MODE")]
+    pub sandbox: Option<Mode>,
+
+    /// another directory tool calls may write under (repeatable)
+    #[argh(option, from_str_fn(parse_dir), arg_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
+
+    /// let every tool open network connections (by default only the web
+    /// tools may)
+    #[argh(switch)]
+    pub network: bool,
 
     /// the assistant's model provider: openai, openai-responses, anthropic,
     /// google or stub (default: $IKIGAI_PROVIDER, else config, else the
@@ -105,8 +122,15 @@ impl Ikigai {
             tools_dir: self.tools_dir.clone(),
             timeout: self.timeout,
             max_output: self.max_output,
+            sandbox: self.sandbox,
+            add_dirs: self.add_dir.clone(),
+            network: self.network,
         }
     }
+}
+
+fn parse_mode(text: &str) -> Result<Mode, String> {
+    Mode::parse(text)
 }
 
 #[derive(FromArgs, Debug)]
@@ -115,7 +139,29 @@ pub enum Subcommand {
     Tools(ToolsCommand),
     Schema(SchemaCommand),
     Call(CallCommand),
+    Sandbox(SandboxCommand),
 }
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "sandbox")]
+/// the tool sandbox: `ikigai sandbox check` says what this kernel can
+/// enforce and what each mode allows.
+pub struct SandboxCommand {
+    #[argh(subcommand)]
+    pub action: SandboxAction,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum SandboxAction {
+    Check(SandboxCheck),
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "check")]
+/// print what this kernel supports (Landlock ABI, seccomp) and what each
+/// sandbox mode allows.
+pub struct SandboxCheck {}
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "tools")]

@@ -175,6 +175,31 @@ impl Envelope {
     }
 }
 
+/// The fence a failed call ran in, for its envelope, so the model can tell
+/// the user that the sandbox may be why: `{"mode", "writable", "network"}`.
+/// Failed means the envelope says so, or the tool's own answer does (an
+/// `error`, or bash's non-zero `exit_code`: a refused write shows there);
+/// None for a success.
+pub fn sandbox_note(envelope: &Envelope, fence: &crate::sandbox::Fence) -> Option<Value> {
+    let failed = match envelope {
+        Envelope::Failure { .. } => true,
+        Envelope::Success { result, .. } => {
+            result.get("error").is_some_and(|e| !e.is_null())
+                || result
+                    .get("exit_code")
+                    .and_then(Value::as_i64)
+                    .is_some_and(|c| c != 0)
+        }
+    };
+    failed.then(|| {
+        json!({
+            "mode": fence.mode.as_str(),
+            "writable": fence.writable.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "network": fence.network,
+        })
+    })
+}
+
 /// Wraps a finished run; returns the envelope and the events found on stderr.
 pub fn wrap(
     name: &str,
@@ -500,6 +525,34 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("[... 92 of 100 bytes omitted"));
+    }
+
+    #[test]
+    fn a_failure_names_the_fence_it_ran_in() {
+        use crate::sandbox::{Fence, Mode};
+        let fence = Fence {
+            mode: Mode::WorkspaceWrite,
+            writable: vec!["/w".into(), "/tmp".into()],
+            network: false,
+        };
+        let note = |ending: Ending, out: &str| {
+            let envelope = wrap("t", Protocol::Ikigai, ending, &cap(out), &cap("denied")).0;
+            sandbox_note(&envelope, &fence)
+        };
+        assert_eq!(
+            note(Ending::Code(1), ""),
+            Some(json!({"mode": "workspace-write", "writable": ["/w", "/tmp"], "network": false}))
+        );
+        for answer in [
+            r#"{"error":"Permission denied: /x","error_code":"PERMISSION_DENIED"}"#,
+            r#"{"output":"cannot create x","exit_code":2}"#,
+        ] {
+            let refused = note(Ending::Code(0), answer).expect(answer);
+            assert_eq!(refused["mode"], "workspace-write", "{answer}");
+        }
+        for answer in ["{}", r#"{"output":"","exit_code":0}"#] {
+            assert_eq!(note(Ending::Code(0), answer), None, "{answer}");
+        }
     }
 
     #[test]

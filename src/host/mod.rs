@@ -35,13 +35,15 @@ pub mod settings;
 pub mod signals;
 pub mod text;
 
-use cli::{CallCommand, Ikigai, Subcommand, ToolsCommand};
+use cli::{CallCommand, Ikigai, SandboxAction, Subcommand, ToolsCommand};
 use settings::Settings;
 
 use crate::out::say;
 
 use crate::config::Config;
 use crate::exit;
+use crate::sandbox::Support;
+use crate::tool::Env;
 
 /// What the host leaves to its caller once the command line is read.
 pub enum Start {
@@ -49,7 +51,7 @@ pub enum Start {
     Done(ExitCode),
     /// No subcommand: the assistant runs, with these options and settings,
     /// the ID that followed `--resume`, if any, and the config file.
-    Assistant(Box<Ikigai>, Settings, Option<String>, Box<Config>),
+    Assistant(Box<Ikigai>, Box<Settings>, Option<String>, Box<Config>),
 }
 
 pub fn main(args: Vec<OsString>) -> Start {
@@ -78,6 +80,7 @@ pub fn main(args: Vec<OsString>) -> Start {
             });
         }
     };
+    keep_memory_private();
     // Read before anything runs, so a mistake in it stops every command.
     let config = match crate::config::load(&crate::tool::Env::from_process()) {
         Ok(config) => config,
@@ -88,7 +91,37 @@ pub fn main(args: Vec<OsString>) -> Start {
     };
     // Discovery holds three descriptors per probe in flight.
     discovery::raise_open_file_limit();
-    let settings = Settings::from_process(cli.overrides());
+    let mut overrides = cli.overrides();
+    let single_call = matches!(cli.command, Some(Subcommand::Call(_)));
+    match settings::sandbox_mode(
+        cli.sandbox,
+        &Env::from_process(),
+        config.sandbox,
+        single_call,
+    ) {
+        Ok(mode) => overrides.sandbox = Some(mode),
+        Err(e) => return Start::Done(usage_error(&format!("ikigai: {e}"))),
+    }
+    // The file adds to the options: its directories beside --add-dir, its
+    // network switch beside --network, its per-tool environment.
+    for dir in &config.add_dirs {
+        match settings::parse_dir(&dir.to_string_lossy()) {
+            Ok(dir) => overrides.add_dirs.push(dir),
+            Err(e) => return Start::Done(usage_error(&format!("ikigai: config add_dirs: {e}"))),
+        }
+    }
+    overrides.network |= config.network.unwrap_or(false);
+    let mut settings = Settings::from_process(overrides);
+    settings.tool_env = config
+        .tools
+        .iter()
+        .map(|(name, tool)| (name.clone(), tool.env.clone()))
+        .collect();
+    let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
+    if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
+        // Said once, here; every call then runs with what the kernel has.
+        eprintln!("ikigai: warning: {gap}; tool calls run with only what it supports");
+    }
     Start::Done(match &cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&settings, cmd),
         Some(Subcommand::Schema(cmd)) => {
@@ -102,11 +135,35 @@ pub fn main(args: Vec<OsString>) -> Start {
             ExitCode::SUCCESS
         }
         Some(Subcommand::Call(cmd)) => call(&settings, cmd),
+        Some(Subcommand::Sandbox(cmd)) => match cmd.action {
+            SandboxAction::Check(_) => {
+                let report = Support::detect().report(&settings.sandbox.writable());
+                crate::out::print_out(report.as_bytes(), false);
+                ExitCode::SUCCESS
+            }
+        },
         None if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) => {
             usage_error("ikigai: -p needs a message; it is empty")
         }
-        None => return Start::Assistant(Box::new(cli), settings, resume_id, Box::new(config)),
+        None => {
+            return Start::Assistant(
+                Box::new(cli),
+                Box::new(settings),
+                resume_id,
+                Box::new(config),
+            )
+        }
     })
+}
+
+/// Makes this process non-dumpable: a tool running as the same user can
+/// then neither read the host's memory or environment (the keys) through
+/// /proc nor attach a debugger to it.
+pub fn keep_memory_private() {
+    // SAFETY: prctl(PR_SET_DUMPABLE) only changes a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
 }
 
 /// Says what was wrong with the command line and how to learn the right one.
@@ -168,15 +225,8 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
     // (within the deadline) instead of leaving them, and runs no tool.
     let outcome = signals::guarded(|cancel| {
         let registry = discovery::discover(settings);
-        (!cancel.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
-            call::call_text(
-                &registry,
-                &cmd.name,
-                &arguments,
-                &settings.limits,
-                Some(cancel),
-            )
-        })
+        (!cancel.load(std::sync::atomic::Ordering::SeqCst))
+            .then(|| call::call_text(&registry, &cmd.name, &arguments, settings, Some(cancel)))
     });
     let Some(outcome) = outcome else {
         signals::end_if_signalled();
@@ -188,7 +238,7 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
             let _ = writeln!(err, "{event}");
         }
     }
-    say(&outcome.envelope.to_json().to_string());
+    say(&outcome.to_json().to_string());
     signals::end_if_signalled();
     if outcome.success() {
         ExitCode::SUCCESS

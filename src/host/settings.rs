@@ -2,11 +2,14 @@
 //! decision 11), how long a tool call may run (local-tools.md, "Error Codes":
 //! 30 s) and how much of its output the host keeps (decision 9: 1 MiB).
 //! Command-line options win over environment variables, which win over the
-//! defaults.
+//! defaults. Also how each call is fenced and contained (`SandboxSettings`)
+//! and which secrets a tool may still see (`tool_env`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::sandbox::{Fence, Mode, Support};
 use crate::tool::Env;
 
 /// What one tool call may cost: its run time and the bytes kept of each of
@@ -37,6 +40,66 @@ pub struct Settings {
     pub limits: Limits,
     /// How long discovery waits for all `--schema` answers together.
     pub discovery_deadline: Duration,
+    pub sandbox: SandboxSettings,
+    /// Variables a tool gets although they look like secrets, by tool name
+    /// (config `[tools.NAME] env = ["VAR"]`).
+    pub tool_env: BTreeMap<String, Vec<String>>,
+}
+
+/// How tool calls are fenced in and contained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// `--sandbox` / `IKIGAI_SANDBOX` / config `sandbox`.
+    pub mode: Mode,
+    /// The directory the host was started in: writable in workspace-write.
+    pub workspace: PathBuf,
+    /// `--add-dir DIR` / config `add_dirs`: writable too.
+    pub add_dirs: Vec<PathBuf>,
+    /// `$TMPDIR` when set: writable too, with `/tmp`.
+    pub tmpdir: Option<PathBuf>,
+    /// `--network` / config `network`: every tool may open internet sockets.
+    pub network: bool,
+    /// Run every call through the containment process, even with the
+    /// sandbox off (a confining mode always does). Off only where the
+    /// running executable cannot be a containment process (unit tests).
+    pub contain: bool,
+    /// Why `mode` cannot be enforced on this kernel; None when it can.
+    /// Calls then run with what the kernel supports, and every call that is
+    /// not read-only needs the user's approval.
+    pub unavailable: Option<String>,
+}
+
+impl SandboxSettings {
+    /// Where a call may write in workspace-write mode: the workspace, the
+    /// added directories, `$TMPDIR`, `/tmp` and `/dev/shm`.
+    pub fn writable(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.workspace.clone()];
+        dirs.extend(self.add_dirs.iter().cloned());
+        dirs.extend(self.tmpdir.iter().cloned());
+        dirs.push(PathBuf::from("/tmp"));
+        dirs.push(PathBuf::from(crate::sandbox::SHARED_MEMORY));
+        let mut unique: Vec<PathBuf> = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            if !unique.contains(&dir) {
+                unique.push(dir);
+            }
+        }
+        unique
+    }
+
+    /// The fence of one call. `open_world`: the tool says it talks to the
+    /// outside world (annotation `openWorldHint`); bash never gets the
+    /// network by that alone, since it could do anything with it.
+    pub fn fence(&self, tool: &str, open_world: bool) -> Fence {
+        Fence {
+            mode: self.mode,
+            writable: match self.mode {
+                Mode::WorkspaceWrite => self.writable(),
+                Mode::ReadOnly | Mode::Off => Vec::new(),
+            },
+            network: self.network || self.mode == Mode::Off || (open_world && tool != "bash"),
+        }
+    }
 }
 
 /// The options that override the environment for one run.
@@ -46,6 +109,11 @@ pub struct Overrides {
     pub tools_dir: Option<PathBuf>,
     pub timeout: Option<Duration>,
     pub max_output: Option<usize>,
+    /// `--sandbox`, already merged with `IKIGAI_SANDBOX` where that applies
+    /// (see `sandbox_mode`).
+    pub sandbox: Option<Mode>,
+    pub add_dirs: Vec<PathBuf>,
+    pub network: bool,
 }
 
 impl Settings {
@@ -76,13 +144,73 @@ impl Settings {
                 max_output: overrides.max_output.unwrap_or(defaults.max_output),
             },
             discovery_deadline: Duration::from_secs(1),
+            sandbox: SandboxSettings {
+                // A personality that did not call `sandbox_mode` still gets
+                // the variable (when valid) and the safe default.
+                mode: overrides
+                    .sandbox
+                    .or_else(|| sandbox_mode(None, env, None, false).ok())
+                    .unwrap_or(Mode::WorkspaceWrite),
+                workspace: std::env::current_dir()
+                    .and_then(|d| d.canonicalize())
+                    .unwrap_or_else(|_| PathBuf::from(".")),
+                add_dirs: overrides.add_dirs,
+                tmpdir: env
+                    .var("TMPDIR")
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_absolute())
+                    .map(|d| d.canonicalize().unwrap_or(d)),
+                network: overrides.network,
+                contain: true,
+                unavailable: None,
+            },
+            tool_env: BTreeMap::new(),
         }
+        .with_kernel_support(Support::detect())
+    }
+
+    /// Notes what the kernel cannot enforce of the chosen mode.
+    pub fn with_kernel_support(mut self, support: Support) -> Settings {
+        self.sandbox.unavailable = support.gap(self.sandbox.mode);
+        self
     }
 
     /// The settings of this process: its environment and its own executable.
     pub fn from_process(overrides: Overrides) -> Settings {
         let exe = std::env::current_exe().ok();
         Settings::resolve(overrides, &Env::from_process(), exe.as_deref())
+    }
+}
+
+/// The sandbox mode: `--sandbox` beats `IKIGAI_SANDBOX` beats the config
+/// file beats the default, workspace-write. A single `ikigai call` is a person running one tool by
+/// hand, so it runs unsandboxed unless `--sandbox` says otherwise.
+pub fn sandbox_mode(
+    option: Option<Mode>,
+    env: &Env,
+    file: Option<Mode>,
+    single_call: bool,
+) -> Result<Mode, String> {
+    if let Some(mode) = option {
+        return Ok(mode);
+    }
+    if single_call {
+        return Ok(Mode::Off);
+    }
+    match env.var("IKIGAI_SANDBOX") {
+        Some(text) => Mode::parse(text).map_err(|e| format!("IKIGAI_SANDBOX: {e}")),
+        None => Ok(file.unwrap_or(Mode::WorkspaceWrite)),
+    }
+}
+
+/// Parses `--add-dir`: an existing directory, made absolute and canonical
+/// (the sandbox names it in the envelope and opens it per call).
+pub fn parse_dir(text: &str) -> Result<PathBuf, String> {
+    let path = Path::new(text);
+    match path.canonicalize() {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        Ok(_) => Err(format!("'{text}' is not a directory")),
+        Err(e) => Err(format!("cannot use directory '{text}': {e}")),
     }
 }
 
@@ -160,6 +288,7 @@ mod tests {
             tools_dir: Some("/o/user".into()),
             timeout: Some(Duration::from_secs(2)),
             max_output: Some(10),
+            ..Overrides::default()
         };
         let c = Settings::resolve(o, &env, None);
         assert_eq!(c.system_dir, Some(PathBuf::from("/o/sys")));
@@ -169,6 +298,87 @@ mod tests {
 
         let c = Settings::resolve(Overrides::default(), &Env::default(), None);
         assert_eq!((c.system_dir, c.user_dir), (None, None));
+    }
+
+    #[test]
+    fn sandbox_mode_sources() {
+        let env = Env::from_pairs([("IKIGAI_SANDBOX", "read-only")]);
+        let none = Env::default();
+        assert_eq!(
+            sandbox_mode(None, &none, None, false),
+            Ok(Mode::WorkspaceWrite)
+        );
+        assert_eq!(sandbox_mode(None, &env, None, false), Ok(Mode::ReadOnly));
+        assert_eq!(
+            sandbox_mode(Some(Mode::Off), &env, None, false),
+            Ok(Mode::Off)
+        );
+        // One call by hand: unsandboxed unless the option says otherwise.
+        assert_eq!(sandbox_mode(None, &env, None, true), Ok(Mode::Off));
+        assert_eq!(
+            sandbox_mode(Some(Mode::ReadOnly), &none, None, true),
+            Ok(Mode::ReadOnly)
+        );
+        let bad = Env::from_pairs([("IKIGAI_SANDBOX", "strict")]);
+        let err = sandbox_mode(None, &bad, None, false).unwrap_err();
+        assert!(
+            err.starts_with("IKIGAI_SANDBOX: invalid sandbox mode 'strict'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fences_by_mode_and_tool() {
+        let env = Env::from_pairs([("TMPDIR", "/nonexistent-tmp")]);
+        let mut s = Settings::resolve(Overrides::default(), &env, None).sandbox;
+        s.workspace = PathBuf::from("/w");
+        s.add_dirs = vec![PathBuf::from("/extra"), PathBuf::from("/w")];
+        assert_eq!(
+            s.writable(),
+            ["/w", "/extra", "/nonexistent-tmp", "/tmp", "/dev/shm"].map(PathBuf::from)
+        );
+        let bash = s.fence("bash", true);
+        assert_eq!(bash.mode, Mode::WorkspaceWrite);
+        assert_eq!(bash.writable, s.writable());
+        assert!(!bash.network);
+        assert!(s.fence("web_fetch", true).network);
+        assert!(!s.fence("grep", false).network);
+        s.mode = Mode::ReadOnly;
+        assert!(s.fence("file_write", false).writable.is_empty());
+        s.network = true;
+        assert!(s.fence("bash", true).network);
+    }
+
+    #[test]
+    fn kernel_gaps_are_noted_for_confining_modes_only() {
+        let lacking = Support {
+            landlock_abi: None,
+            seccomp: true,
+        };
+        let s = Settings::resolve(Overrides::default(), &Env::default(), None);
+        let s = s.with_kernel_support(lacking);
+        assert!(s.sandbox.unavailable.unwrap().contains("Landlock"));
+        let o = Overrides {
+            sandbox: Some(Mode::Off),
+            ..Overrides::default()
+        };
+        let s = Settings::resolve(o, &Env::default(), None).with_kernel_support(lacking);
+        assert_eq!(s.sandbox.unavailable, None);
+    }
+
+    #[test]
+    fn added_directories_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = dir.path().canonicalize().unwrap();
+        assert_eq!(parse_dir(dir.path().to_str().unwrap()), Ok(canonical));
+        assert!(parse_dir("/nonexistent/dir")
+            .unwrap_err()
+            .contains("/nonexistent/dir"));
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert!(parse_dir(file.to_str().unwrap())
+            .unwrap_err()
+            .contains("not a directory"));
     }
 
     #[test]

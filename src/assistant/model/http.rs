@@ -117,8 +117,18 @@ pub enum Part {
 }
 
 /// POSTs `body` to `url`, retrying as the module says, and feeds each part
-/// of the reply to `on_part`, which returns Ok(false) to stop reading.
+/// of the reply to `on_part`, which returns Ok(false) to stop reading. No
+/// key the host holds survives in an error (see `redact`).
 pub fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+    on_part: &mut dyn FnMut(Part) -> Result<bool, ModelError>,
+) -> Result<(), ModelError> {
+    exchange(url, headers, body, on_part).map_err(|e| redact(e, &held_secrets(url, headers)))
+}
+
+fn exchange(
     url: &str,
     headers: &[(&str, &str)],
     body: &Value,
@@ -414,6 +424,60 @@ fn pause(wait: Duration) -> Result<(), ModelError> {
     }
 }
 
+/// Every secret the host holds for this request: the values of its headers
+/// named like secrets (`authorization`, `x-api-key`; a bearer token also
+/// bare), `key=` values in its URL, and every variable of the host's
+/// environment named like a secret. Values shorter than 8 bytes are left
+/// alone: too short to be keys, too common to cut.
+fn held_secrets(url: &str, headers: &[(&str, &str)]) -> Vec<String> {
+    use crate::sandbox::secrets::is_secret;
+    let mut secrets: Vec<String> = Vec::new();
+    for (_, value) in headers.iter().filter(|(name, _)| is_secret(name.as_ref())) {
+        secrets.push(value.to_string());
+        if let Some(token) = value.strip_prefix("Bearer ") {
+            secrets.push(token.to_string());
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        secrets.extend(
+            query
+                .split('&')
+                .filter_map(|pair| pair.strip_prefix("key="))
+                .map(str::to_string),
+        );
+    }
+    for (name, value) in std::env::vars_os() {
+        if crate::sandbox::secrets::is_secret(&name) {
+            secrets.push(value.to_string_lossy().into_owned());
+        }
+    }
+    secrets.retain(|s| s.len() >= 8);
+    // Longest first, so a key that contains another is cut whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
+}
+
+/// The error with each of `secrets` replaced by `[redacted]` in its text,
+/// before anyone shows or stores it: providers echo a wrong key back ("Incorrect API key provided: sk-...").
+pub fn redact(error: ModelError, secrets: &[String]) -> ModelError {
+    let clean = |text: String| {
+        secrets.iter().fold(text, |text, secret| {
+            text.replace(secret.as_str(), "[redacted]")
+        })
+    };
+    match error {
+        ModelError::Http { status, message } => ModelError::Http {
+            status,
+            message: clean(message),
+        },
+        ModelError::Network(m) => ModelError::Network(clean(m)),
+        ModelError::Malformed(m) => ModelError::Malformed(clean(m)),
+        ModelError::Reported(m) => ModelError::Reported(clean(m)),
+        ModelError::Broken(m) => ModelError::Broken(clean(m)),
+        other => other,
+    }
+}
+
 /// The provider's explanation in an error body: `error.message` (all three
 /// providers), `message`, or the body itself, shortened.
 pub fn error_message(body: &str) -> String {
@@ -661,6 +725,31 @@ mod tests {
         assert_eq!(escape_lone_surrogates(r#"{"a":"\\uD83D"}"#), None);
         assert!(event_json("p", r#"{"a":"\uD83D"}"#).is_ok());
         assert!(event_json("p", r#"{"a":"#).is_err());
+    }
+
+    #[test]
+    fn keys_are_redacted_from_errors() {
+        let headers = [("authorization", "Bearer sk-live-123456789")];
+        let secrets = held_secrets("https://x/v1?alt=sse&key=AIzaKEY12345", &headers);
+        let error = ModelError::Http {
+            status: 401,
+            message: "Incorrect API key provided: sk-live-123456789 (or AIzaKEY12345)".into(),
+        };
+        assert_eq!(
+            redact(error, &secrets),
+            ModelError::Http {
+                status: 401,
+                message: "Incorrect API key provided: [redacted] (or [redacted])".into()
+            }
+        );
+        let short = held_secrets("https://x/", &[("x-api-key", "abc")]);
+        assert!(!short.contains(&"abc".to_string()));
+        let plain = held_secrets("https://x/", &[("anthropic-version", "2023-06-01")]);
+        assert!(!plain.contains(&"2023-06-01".to_string()));
+        assert_eq!(
+            redact(ModelError::Cancelled, &secrets),
+            ModelError::Cancelled
+        );
     }
 
     #[test]

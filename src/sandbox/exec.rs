@@ -1,0 +1,526 @@
+//! `ikigai-tools sandbox-exec`: the process between the host and one tool
+//! call. It fences itself in (Landlock, seccomp), starts the tool as its
+//! child, and stays as the call's containment process:
+//!
+//! - it is a child subreaper, so every process the tool leaves behind, even
+//!   one that called `setsid` or forked twice to leave its parent, is
+//!   re-parented to it rather than to init, and stays findable;
+//! - when the tool ends, it kills every descendant left and reaps them, then
+//!   ends the way the tool ended (its code, or the same signal), so the
+//!   host's envelope reads as if it had run the tool itself;
+//! - SIGTERM, SIGINT or SIGHUP (the host stopping the call) kill everything
+//!   the same way; and the host's death, even by SIGKILL, sends it SIGTERM
+//!   (`PR_SET_PDEATHSIG`), so a dead host leaves no tool running.
+//!
+//! The fence is built before the fork, in this single-threaded process, so
+//! the child only has to exec. The tool gets its own process group, so a
+//! `kill 0` in the tool cannot reach this process. When the program is this
+//! very executable under a tool's name (every tool of ours), the child does
+//! not exec it again: it runs the tool's personality itself, which saves the
+//! cost of starting the binary a second time (most of this process's cost).
+//!
+//! Usage: `ikigai-tools sandbox-exec [--mode M] [--writable DIR]...
+//! [--network] [--best-effort] -- PROGRAM [ARGS...]`. Without
+//! `--best-effort`, a fence the kernel cannot build is an error (exit 125)
+//! and the program does not run: a call never runs unsandboxed silently.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{landlock, seccomp, Fence, Mode};
+
+/// The exit code when sandbox-exec itself fails (bad usage, a fence that
+/// cannot be built), as `env` and `timeout` use 125.
+pub const SETUP_FAILED: u8 = 125;
+
+/// The personality's name, as the first argument of `ikigai-tools`.
+pub const NAME: &str = "sandbox-exec";
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+pub struct Request {
+    pub fence: Fence,
+    /// Apply what the kernel supports and skip the rest (the host has told
+    /// the user the sandbox is incomplete).
+    pub best_effort: bool,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+/// The arguments the host passes for `fence`, up to and including `--`.
+pub fn arguments(fence: &Fence, best_effort: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![NAME.into(), "--mode".into(), fence.mode.as_str().into()];
+    for dir in &fence.writable {
+        args.push("--writable".into());
+        args.push(dir.into());
+    }
+    if fence.network {
+        args.push("--network".into());
+    }
+    if best_effort {
+        args.push("--best-effort".into());
+    }
+    args.push("--".into());
+    args
+}
+
+pub fn parse(args: &[OsString]) -> Result<Request, String> {
+    let mut mode = None;
+    let mut writable = Vec::new();
+    let mut network = false;
+    let mut best_effort = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.to_str() {
+            Some("--mode") => {
+                let value = it.next().ok_or("--mode needs a value")?;
+                mode = Some(Mode::parse(&value.to_string_lossy())?);
+            }
+            Some("--writable") => {
+                let dir = it.next().ok_or("--writable needs a directory")?;
+                writable.push(PathBuf::from(dir));
+            }
+            Some("--network") => network = true,
+            Some("--best-effort") => best_effort = true,
+            Some("--") => {
+                let program = it.next().ok_or("no program after --")?.clone();
+                return Ok(Request {
+                    fence: Fence {
+                        mode: mode.unwrap_or(Mode::WorkspaceWrite),
+                        writable,
+                        network,
+                    },
+                    best_effort,
+                    program,
+                    args: it.cloned().collect(),
+                });
+            }
+            _ => {
+                return Err(format!(
+                    "unknown argument '{}' (usage: {NAME} [--mode M] [--writable DIR]... \
+                     [--network] [--best-effort] -- PROGRAM [ARGS...])",
+                    arg.to_string_lossy()
+                ))
+            }
+        }
+    }
+    Err("no program: the command ends with -- PROGRAM [ARGS...]".into())
+}
+
+/// Runs the personality: returns once the tool and everything it started
+/// have ended, with the tool's exit code (or ends by the tool's signal).
+pub fn main(args: &[OsString]) -> ExitCode {
+    let request = match parse(args) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let host = unsafe { libc::getppid() };
+    // SAFETY: plain prctl/getppid calls that only change flags of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        // The tool runs as the same user: it must not be able to attach to
+        // this process and stop it from cleaning up.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        // The host may have died before the line above: then no signal
+        // will come, and the call has no one to answer to.
+        if libc::getppid() != host {
+            return ExitCode::from(SETUP_FAILED);
+        }
+    }
+    let signals = Signals::block();
+    if let Err(e) = build_fence(&request.fence, request.best_effort) {
+        return fail(&e);
+    }
+    let argv = match c_strings(&request) {
+        Ok(argv) => argv,
+        Err(e) => return fail(&e),
+    };
+    let own_tool = own_tool(&request);
+    // SAFETY: getpid has no failure. This process is single-threaded
+    // (nothing here starts a thread), so the child may run ordinary code
+    // until it execs.
+    let me = unsafe { libc::getpid() };
+    // SAFETY: as above, a single-threaded process may fork and run on.
+    let tool = unsafe { libc::fork() };
+    if tool < 0 {
+        return fail(&format!("cannot fork: {}", std::io::Error::last_os_error()));
+    }
+    if tool == 0 {
+        become_tool(&signals, me);
+        return match own_tool {
+            Some((tool, rest)) => crate::runner::run(tool, &rest),
+            None => exec(&argv),
+        };
+    }
+    let ending = signals.wait_for(tool);
+    kill_descendants();
+    relay(ending)
+}
+
+fn fail(what: &str) -> ExitCode {
+    eprintln!("ikigai-tools {NAME}: {what}");
+    ExitCode::from(SETUP_FAILED)
+}
+
+/// Builds the fence around this process; with `best_effort`, the parts the
+/// kernel lacks are skipped.
+fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
+    if !fence.mode.confines() {
+        return Ok(());
+    }
+    if !best_effort || landlock::abi_version().is_some() {
+        landlock::restrict(fence.mode, &fence.writable)?;
+    }
+    if !fence.network && (!best_effort || seccomp::available()) {
+        seccomp::deny_network()?;
+    }
+    Ok(())
+}
+
+/// The program and its argv as C strings, made before the fork.
+fn c_strings(request: &Request) -> Result<Vec<CString>, String> {
+    std::iter::once(&request.program)
+        .chain(&request.args)
+        .map(|a| {
+            CString::new(a.as_bytes())
+                .map_err(|_| format!("argument holds a NUL byte: {}", a.to_string_lossy()))
+        })
+        .collect()
+}
+
+/// Our own tool, when `request.program` is this executable (the same
+/// file, usually through a link named after the tool): the tool and its
+/// arguments, as dispatch reads them from the program's name.
+fn own_tool(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/exe").ok()?;
+    let program = std::fs::metadata(&request.program).ok()?;
+    if (me.dev(), me.ino()) != (program.dev(), program.ino()) {
+        return None;
+    }
+    let argv = std::iter::once(request.program.clone())
+        .chain(request.args.iter().cloned())
+        .collect();
+    match crate::dispatch::resolve(argv) {
+        crate::dispatch::Personality::Tool(tool, rest) => Some((tool, rest)),
+        _ => None,
+    }
+}
+
+/// The forked child, before it runs the tool: its own process group, killed
+/// with its parent, the signal mask it had.
+fn become_tool(signals: &Signals, containment: libc::pid_t) {
+    // SAFETY: plain calls on this process, single-threaded after the fork.
+    unsafe {
+        libc::setpgid(0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != containment {
+            // The containment process is gone already: so is the call.
+            libc::_exit(SETUP_FAILED as i32);
+        }
+    }
+    signals.restore();
+}
+
+/// Replaces the forked child with the program.
+fn exec(argv: &[CString]) -> ! {
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: the pointers are into `argv`, alive until exec.
+    unsafe {
+        // The Rust runtime ignores SIGPIPE; programs expect the default.
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::execvp(ptrs[0], ptrs.as_ptr());
+        let errno = *libc::__errno_location();
+        let msg = format!(
+            "ikigai-tools {NAME}: cannot run {}: {}\n",
+            argv[0].to_string_lossy(),
+            std::io::Error::from_raw_os_error(errno)
+        );
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(if errno == libc::ENOENT { 127 } else { 126 });
+    }
+}
+
+/// How the call ended, as far as this process is concerned.
+enum Ending {
+    /// The tool ended with this wait status.
+    Tool(libc::c_int),
+    /// Stopped by this signal (the host stopping the call, or dying).
+    Stopped(libc::c_int),
+}
+
+/// The signals this process waits for, blocked so they queue instead of
+/// acting, and the mask to give back to the tool.
+struct Signals {
+    set: libc::sigset_t,
+    old: libc::sigset_t,
+}
+
+impl Signals {
+    fn block() -> Signals {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in [libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+            Signals { set, old }
+        }
+    }
+
+    fn restore(&self) {
+        // SAFETY: sets this thread's mask to the saved one.
+        unsafe {
+            libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+
+    /// Waits until the tool ends or a stop signal comes, reaping every
+    /// child that ends meanwhile (orphans re-parented here among them).
+    fn wait_for(&self, tool: libc::pid_t) -> Ending {
+        loop {
+            if let Some(status) = reap_all(Some(tool)) {
+                return Ending::Tool(status);
+            }
+            // SAFETY: waits for one of the blocked signals; siginfo is
+            // plain data.
+            let signal = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::sigwaitinfo(&self.set, &mut info)
+            };
+            match signal {
+                libc::SIGTERM | libc::SIGINT | libc::SIGHUP => return Ending::Stopped(signal),
+                // SIGCHLD, or EINTR: look again.
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Reaps every child that has ended; returns the wait status of `tool` if
+/// it was among them.
+fn reap_all(tool: Option<libc::pid_t>) -> Option<libc::c_int> {
+    let mut found = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return found;
+        }
+        if Some(pid) == tool {
+            found = Some(status);
+        }
+    }
+}
+
+/// Kills every descendant of this process and reaps them. Rounds repeat
+/// until none is left, so a process that forked while the previous round
+/// ran is found in the next (its orphans come back here, the subreaper).
+fn kill_descendants() {
+    for round in 0.. {
+        let found = descendants();
+        if found.is_empty() {
+            // Orphans already dead but not yet reaped are children too,
+            // and show in the list; an empty list means nothing is left.
+            reap_all(None);
+            return;
+        }
+        for pid in &found {
+            // SAFETY: kill(2) on a descendant; it cannot have been reaped
+            // and reused yet, since only this process reaps its children
+            // and a descendant's own children are re-parented here.
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            }
+        }
+        reap_all(None);
+        // Killed processes take a moment to become zombies; the first
+        // rounds only yield, later ones (a process stuck in the kernel)
+        // wait a little, not to spin.
+        if round < 3 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Every live or unreaped descendant, from /proc's lists of children (or a
+/// scan of all processes, where the kernel keeps no such lists).
+fn descendants() -> Vec<libc::pid_t> {
+    // SAFETY: getpid has no failure.
+    let me = unsafe { libc::getpid() };
+    let mut found = Vec::new();
+    let mut queue = vec![me];
+    while let Some(pid) = queue.pop() {
+        let Some(children) = children_of(pid) else {
+            return scan_descendants(me);
+        };
+        for child in children {
+            found.push(child);
+            queue.push(child);
+        }
+    }
+    found
+}
+
+/// The children of `pid` from /proc/PID/task/*/children; None when the
+/// kernel does not provide these files. A process gone meanwhile has none.
+fn children_of(pid: libc::pid_t) -> Option<Vec<libc::pid_t>> {
+    let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks,
+        Err(_) => return Some(Vec::new()),
+    };
+    let mut children = Vec::new();
+    for task in tasks.flatten() {
+        let path = task.path().join("children");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => children.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            ),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && pid == std::process::id() as i32 =>
+            {
+                return None
+            }
+            Err(_) => {}
+        }
+    }
+    Some(children)
+}
+
+/// Descendants of `root` from every process's parent in /proc/*/stat.
+fn scan_descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // The command name may hold spaces and parentheses: the fields
+            // after the last ')' are "state ppid ...".
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<libc::pid_t>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(p) = queue.pop() {
+        for &(pid, ppid) in &parent_of {
+            if ppid == p {
+                found.push(pid);
+                queue.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Ends this process the way the call ended: the tool's exit code, or the
+/// same signal (so the host reads 128+N), core dumps off so a re-raised
+/// SIGSEGV writes no core file of this process.
+fn relay(ending: Ending) -> ExitCode {
+    let signal = match ending {
+        Ending::Tool(status) if libc::WIFEXITED(status) => {
+            return ExitCode::from(libc::WEXITSTATUS(status) as u8)
+        }
+        Ending::Tool(status) if libc::WIFSIGNALED(status) => libc::WTERMSIG(status),
+        Ending::Tool(_) => return ExitCode::from(SETUP_FAILED),
+        Ending::Stopped(signal) => signal,
+    };
+    // SAFETY: resetting this process's own limit, disposition and mask, then
+    // signalling itself.
+    unsafe {
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+    // A signal whose default is not to end the process: say it as a shell.
+    ExitCode::from(crate::exit::of_signal(signal) as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn arguments_round_trip() {
+        let fence = Fence {
+            mode: Mode::ReadOnly,
+            writable: vec!["/w".into(), "/tmp".into()],
+            network: true,
+        };
+        let mut args = arguments(&fence, true);
+        assert_eq!(args[0], NAME);
+        args.extend(words("/bin/tool a b"));
+        let request = parse(&args[1..]).unwrap();
+        assert_eq!(request.fence, fence);
+        assert!(request.best_effort);
+        assert_eq!(request.program, "/bin/tool");
+        assert_eq!(request.args, words("a b"));
+        let plain = parse(&words("-- x")).unwrap();
+        assert_eq!(plain.fence.mode, Mode::WorkspaceWrite);
+        assert!(!plain.fence.network && !plain.best_effort);
+    }
+
+    #[test]
+    fn bad_usage_is_named() {
+        for (args, says) in [
+            ("--mode", "--mode needs a value"),
+            ("--mode strict -- x", "invalid sandbox mode 'strict'"),
+            ("--writable", "--writable needs a directory"),
+            ("--bogus -- x", "unknown argument '--bogus'"),
+            ("--network", "no program"),
+            ("--", "no program after --"),
+        ] {
+            let err = parse(&words(args)).unwrap_err();
+            assert!(err.contains(says), "{args}: {err}");
+        }
+    }
+
+    #[test]
+    fn proc_stat_parsing_finds_our_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as libc::pid_t;
+        let scanned = scan_descendants(me);
+        assert!(
+            scanned.contains(&(child.id() as libc::pid_t)),
+            "{scanned:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
