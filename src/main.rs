@@ -10,6 +10,7 @@ mod error;
 mod exit;
 mod host;
 mod runner;
+mod suggest;
 mod tool;
 mod tools;
 mod truncate;
@@ -44,7 +45,8 @@ fn main() -> ExitCode {
         Personality::Unknown(name) => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             eprintln!(
-                "ikigai-tools: unknown tool '{name}' (tools: {})",
+                "ikigai-tools: unknown tool '{name}'.{} (tools: {})",
+                suggest::did_you_mean(&name, names.iter().copied()),
                 names.join(", ")
             );
             ExitCode::from(exit::USAGE)
