@@ -17,9 +17,11 @@ use serde_json::{json, Value};
 
 use super::model::{
     stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
+    Usage,
 };
 use super::session::{Entry, Session};
 use crate::host::call::CallOutcome;
+use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
 use crate::host::text::clip;
 
@@ -29,6 +31,11 @@ through tools. Each tool result is a JSON envelope: {\"tool_success\": true, \"r
 the tool ran, or {\"tool_success\": false, \"error\", \"error_code\", ...} when it could not; a \
 result may itself report an error the tool found. Prefer doing over describing, check what \
 tools return, and answer briefly.";
+
+/// What `/compact` asks the model; kept in the conversation with its answer.
+const COMPACT_REQUEST: &str = "Summarise our conversation so far for your own later use: \
+what I asked for, what was done (files read or changed, commands run, their results), what was \
+decided, and what is still open. Be complete but brief; this summary replaces the conversation.";
 
 /// What the conversation needs of the host.
 pub trait ToolHost: Sync {
@@ -45,6 +52,17 @@ pub trait ToolHost: Sync {
     /// Runs one tool call: registry lookup, subprocess, timeout, envelope.
     /// Setting `cancel` kills the tool's process group.
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome;
+    /// `call`, handing the tool's output to `watch` as it is read.
+    fn call_watched(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+        watch: Watch,
+    ) -> CallOutcome {
+        let _ = watch;
+        self.call(name, arguments, cancel)
+    }
 }
 
 /// What the person sees, in the order things happen.
@@ -57,6 +75,10 @@ pub trait Ui {
     fn end_text(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome);
+    /// A piece of a running call's output, as the tool writes it.
+    fn tool_output(&mut self, _call: &ToolCall, _output: &[u8]) {}
+    /// The tokens one model reply cost.
+    fn usage(&mut self, _usage: &Usage) {}
     /// An event a tool reported for the person (`config_required`).
     fn event(&mut self, event: &Value);
     fn notice(&mut self, text: &str);
@@ -86,6 +108,8 @@ pub struct Conversation {
     log: Log,
     /// Tools already said to be left out of the provider's array.
     told_left_out: Vec<String>,
+    /// One message only (`-p`): no "send another message" advice.
+    one_shot: bool,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -116,6 +140,7 @@ impl Conversation {
             max_tool_rounds,
             log: Log::Off,
             told_left_out: Vec::new(),
+            one_shot: false,
         }
     }
 
@@ -140,9 +165,101 @@ impl Conversation {
         self
     }
 
-    #[cfg(test)]
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// One message only (`-p`): texts say nothing of a next message.
+    pub fn one_shot(mut self) -> Self {
+        self.one_shot = true;
+        self
+    }
+
+    /// `/clear`: a new conversation, logged to a new session.
+    pub fn clear(&mut self) {
+        self.messages.clear();
+        self.told_left_out.clear();
+        self.log = match std::mem::replace(&mut self.log, Log::Off) {
+            Log::Open { session, .. } => match session.path().parent() {
+                Some(dir) => Log::New(dir.to_path_buf()),
+                None => Log::Off,
+            },
+            other => other,
+        };
+    }
+
+    /// `/model`: the conversation goes on with another model.
+    pub fn set_client(&mut self, client: Arc<dyn ModelClient>) {
+        self.client = Ok(client);
+        self.told_left_out.clear();
+    }
+
+    /// `/resume`: continues `session` and its `history` from here on.
+    pub fn switch_session(&mut self, session: Session, history: Vec<Message>) {
+        self.messages = history;
+        self.log = Log::Open {
+            session,
+            started: false,
+        };
+    }
+
+    /// `/compact`: asks the model to summarise the conversation, which then
+    /// continues from that summary alone (the request and its answer).
+    pub fn compact(&mut self, ui: &mut dyn Ui, cancel: &AtomicBool) -> TurnEnd {
+        let client = match &self.client {
+            Ok(client) => Arc::clone(client),
+            Err(why) => {
+                ui.error(why);
+                return TurnEnd::NotConfigured;
+            }
+        };
+        if self.messages.is_empty() {
+            ui.notice("Nothing to compact yet.");
+            return TurnEnd::Answered;
+        }
+        let mut messages = self.messages.clone();
+        messages.push(Message::User {
+            text: COMPACT_REQUEST.to_string(),
+        });
+        ui.waiting("summarising the conversation");
+        let request = Request {
+            system: self.system.clone(),
+            messages,
+            // No tools: the answer must be the summary itself.
+            tools: Value::Array(vec![]),
+        };
+        let result = stream_cancellable(&client, request, &mut |_| {}, cancel);
+        ui.end_text();
+        match result {
+            Ok(reply) if !reply.text.trim().is_empty() => {
+                if let Some(usage) = &reply.usage {
+                    ui.usage(usage);
+                }
+                let before = self.messages.len();
+                self.messages = vec![
+                    Message::User {
+                        text: COMPACT_REQUEST.to_string(),
+                    },
+                    Message::Assistant {
+                        text: reply.text.clone(),
+                        tool_calls: vec![],
+                    },
+                ];
+                self.log(
+                    Entry::Compact {
+                        request: COMPACT_REQUEST.to_string(),
+                        summary: reply.text,
+                    },
+                    ui,
+                );
+                ui.notice(&format!(
+                    "Compacted {before} messages into a summary; the conversation goes on from it."
+                ));
+                TurnEnd::Answered
+            }
+            Ok(_) => self.failed(&*client, ModelError::Empty, ui),
+            Err(error) => self.failed(&*client, error, ui),
+        }
     }
 
     /// The session's id, once its file exists.
@@ -210,6 +327,9 @@ impl Conversation {
                 cancel,
             );
             ui.end_text();
+            if let Ok(Some(usage)) = result.as_ref().map(|r| r.usage) {
+                ui.usage(&usage);
+            }
             let reply = match result {
                 Ok(reply) if reply.text.is_empty() && reply.tool_calls.is_empty() => {
                     return self.failed(&*client, ModelError::Empty, ui);
@@ -266,9 +386,13 @@ impl Conversation {
                     );
                 }
                 self.messages.push(Message::Tool { results });
-                let text = format!(
-                    "Stopped after {limit} tool rounds (--max-tool-rounds); send a message to let the model go on."
-                );
+                let text = if self.one_shot {
+                    format!("Stopped after {limit} tool rounds (raise --max-tool-rounds to allow more).")
+                } else {
+                    format!(
+                        "Stopped after {limit} tool rounds (--max-tool-rounds); send a message to let the model go on."
+                    )
+                };
                 ui.notice(&text);
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::RoundLimit;
@@ -276,7 +400,9 @@ impl Conversation {
             let results = self.run_calls(&calls, host, ui, cancel);
             self.messages.push(Message::Tool { results });
             if cancel.load(Ordering::SeqCst) {
-                let text = "Interrupted: the running tools were stopped.".to_string();
+                let text = "Cancelled by you: the running tools were stopped; the model is told, \
+                            with the output they had written."
+                    .to_string();
                 ui.notice(&text);
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::Cancelled;
@@ -299,12 +425,20 @@ impl Conversation {
         }
         let mut outcomes: Vec<Option<CallOutcome>> = vec![None; calls.len()];
         std::thread::scope(|scope| {
+            enum Progress {
+                Output(usize, Vec<u8>),
+                Done(usize, CallOutcome),
+            }
             let (tx, rx) = mpsc::channel();
             for (index, call) in calls.iter().enumerate() {
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let outcome = host.call(&call.name, &call.arguments, Some(cancel));
-                    let _ = tx.send((index, outcome));
+                    let output = tx.clone();
+                    let watch: Watch = Box::new(move |piece: &[u8]| {
+                        let _ = output.send(Progress::Output(index, piece.to_vec()));
+                    });
+                    let outcome = host.call_watched(&call.name, &call.arguments, Some(cancel), watch);
+                    let _ = tx.send(Progress::Done(index, outcome));
                 });
             }
             drop(tx);
@@ -313,7 +447,14 @@ impl Conversation {
                 n => format!("running {n} tools"),
             };
             ui.waiting(&label);
-            for (index, outcome) in rx {
+            for progress in rx {
+                let (index, outcome) = match progress {
+                    Progress::Output(index, piece) => {
+                        ui.tool_output(&calls[index], &piece);
+                        continue;
+                    }
+                    Progress::Done(index, outcome) => (index, outcome),
+                };
                 let call = &calls[index];
                 ui.tool_outcome(call, &outcome);
                 for event in &outcome.events {
@@ -357,6 +498,10 @@ impl Conversation {
     fn failed(&mut self, client: &dyn ModelClient, error: ModelError, ui: &mut dyn Ui) -> TurnEnd {
         let (text, end) = match error {
             ModelError::Cancelled => ("Interrupted.".to_string(), TurnEnd::Cancelled),
+            e if self.one_shot => (
+                format!("{} ({}): {e}.", client.provider(), client.model()),
+                TurnEnd::Failed,
+            ),
             e => (
                 format!(
                     "{} ({}): {e}. The conversation is kept; send another message to go on.",
@@ -652,6 +797,7 @@ mod tests {
         Ok(Reply {
             text: t.into(),
             tool_calls: vec![],
+            usage: None,
         })
     }
 
@@ -659,6 +805,7 @@ mod tests {
         Ok(Reply {
             text: String::new(),
             tool_calls: list,
+            usage: None,
         })
     }
 

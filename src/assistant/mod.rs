@@ -20,6 +20,7 @@ pub mod commands;
 pub mod conversation;
 pub mod keys;
 pub mod model;
+pub mod render;
 pub mod session;
 pub mod terminal;
 pub mod tool_host;

@@ -51,6 +51,12 @@ pub enum Entry {
     Notice {
         text: String,
     },
+    /// `/compact`: the conversation before this line is replaced by this
+    /// request and the model's summary.
+    Compact {
+        request: String,
+        summary: String,
+    },
 }
 
 pub struct Session {
@@ -141,7 +147,6 @@ impl Session {
         &self.id
     }
 
-    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -247,6 +252,19 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                 name: name.clone(),
                 envelope: envelope.clone(),
             }),
+            Entry::Compact { request, summary } => {
+                open_calls.clear();
+                results.clear();
+                messages = vec![
+                    Message::User {
+                        text: request.clone(),
+                    },
+                    Message::Assistant {
+                        text: summary.clone(),
+                        tool_calls: vec![],
+                    },
+                ];
+            }
             Entry::Start { .. } | Entry::Notice { .. } => {}
         }
     }

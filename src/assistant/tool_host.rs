@@ -15,6 +15,7 @@ use super::commands::{self, Flow, HostState};
 use super::conversation::ToolHost;
 use super::terminal::{say, Commands};
 use crate::host::call::CallOutcome;
+use crate::host::child::Watch;
 use crate::host::format::{self, ToolFormat};
 use crate::host::registry::Registry;
 use crate::host::settings::Settings;
@@ -85,6 +86,25 @@ impl ToolHost for Tools {
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
         self.with_registry(|s| {
             crate::host::call::call(&s.registry, name, arguments, &s.settings.limits, cancel)
+        })
+    }
+
+    fn call_watched(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+        watch: Watch,
+    ) -> CallOutcome {
+        self.with_registry(|s| {
+            crate::host::call::call_watched(
+                &s.registry,
+                name,
+                arguments,
+                &s.settings.limits,
+                cancel,
+                Some(watch),
+            )
         })
     }
 }

@@ -53,6 +53,18 @@ pub fn call(
     limits: &Limits,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
+    call_watched(registry, name, arguments, limits, cancel, None)
+}
+
+/// `call`, handing the tool's output to `watch` as it is read.
+pub fn call_watched(
+    registry: &Registry,
+    name: &str,
+    arguments: &Value,
+    limits: &Limits,
+    cancel: Option<&AtomicBool>,
+    watch: Option<child::Watch>,
+) -> CallOutcome {
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
     };
@@ -84,10 +96,13 @@ pub fn call(
             limits.max_output,
         ),
     };
-    let proc = match spawned {
+    let mut proc = match spawned {
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
     };
+    if let Some(watch) = watch {
+        proc.watch(watch);
+    }
     let (ending, finished) = run(proc, limits.timeout, cancel);
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);

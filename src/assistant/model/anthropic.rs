@@ -248,6 +248,7 @@ impl Assembler {
         Ok(Reply {
             text: self.text,
             tool_calls,
+            usage: None,
         })
     }
 }

@@ -234,6 +234,7 @@ impl Assembler {
         Ok(Reply {
             text: self.text,
             tool_calls: self.calls,
+            usage: None,
         })
     }
 }

@@ -87,11 +87,19 @@ pub struct Request {
     pub tools: Value,
 }
 
+/// Tokens one reply cost, as the provider counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
 /// What the model answered: text and/or tool calls.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
 }
 
 /// Why a request produced no reply. Shown to the person as it is.
