@@ -564,6 +564,9 @@ impl Conversation {
                 time,
                 provider,
                 model,
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
             })?;
             *started = true;
         }

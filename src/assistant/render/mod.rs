@@ -19,7 +19,9 @@ pub struct Paint {
 }
 
 impl Paint {
+    #[cfg(test)]
     pub const OFF: Paint = Paint { on: false };
+    #[cfg(test)]
     pub const ON: Paint = Paint { on: true };
 
     /// `text` in SGR `code` (`"1"` bold, `"31"` red, ...), or as it is.
