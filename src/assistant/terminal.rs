@@ -585,7 +585,11 @@ fn switch_model(args: &str, conversation: &mut Conversation, ui: &mut TermUi, en
                 TurnEnd::Answered
             }
             Err(why) => {
-                ui.error(&why.replace("this message was not sent", "the model was not switched"));
+                // The key's explanation, worded for a switch, not a message.
+                let why = why
+                    .replace("this message was not sent", "the model was not switched")
+                    .replace("then start ikigai again", "then /model again");
+                ui.error(&why);
                 TurnEnd::NotConfigured
             }
         },
