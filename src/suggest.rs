@@ -11,7 +11,13 @@
 pub fn nearest<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let norm = |s: &str| -> Vec<char> {
         s.chars()
-            .map(|c| if c == '_' { '-' } else { c.to_ascii_lowercase() })
+            .map(|c| {
+                if c == '_' {
+                    '-'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
             .collect()
     };
     let typed_n = norm(typed);
@@ -44,8 +50,8 @@ fn distance(a: &[char], b: &[char]) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {

@@ -100,7 +100,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "/model [NAME]",
         "Show the model, or switch (gpt-4.1, claude-sonnet-4-5, google:gemini-2.5-pro, stub)",
     ),
-    ("sessions", "/sessions", "This directory's sessions, newest first"),
+    (
+        "sessions",
+        "/sessions",
+        "This directory's sessions, newest first",
+    ),
     ("resume", "/resume ID", "Continue a session from /sessions"),
     ("cost", "/cost", "Tokens used and their cost since start"),
 ];
@@ -283,13 +287,17 @@ mod tests {
         );
         let help = text("/help", &mut s);
         assert!(
-            help.starts_with("Commands:\n  /clear         Start a new conversation (and session)\n"),
+            help.starts_with(
+                "Commands:\n  /clear         Start a new conversation (and session)\n"
+            ),
             "{help}"
         );
         assert!(
-            help.contains("\n  /tool [NAME]   List tools, or show one tool's schema\n  \
+            help.contains(
+                "\n  /tool [NAME]   List tools, or show one tool's schema\n  \
                  /refresh       Reload the tools from disk\n  /help          Show the commands\n  \
-                 /quit          Leave\nKeys: "),
+                 /quit          Leave\nKeys: "
+            ),
             "{help}"
         );
         assert_eq!(run("/quit", &mut s), Reply::Quit);

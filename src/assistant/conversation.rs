@@ -16,8 +16,8 @@ use std::sync::{mpsc, Arc};
 use serde_json::{json, Value};
 
 use super::model::{
-    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat, ToolResult,
-    Usage,
+    stream_cancellable, Message, ModelClient, ModelError, Request, ToolCall, ToolFormat,
+    ToolResult, Usage,
 };
 use super::session::{Entry, Session};
 use crate::host::call::CallOutcome;
@@ -437,7 +437,8 @@ impl Conversation {
                     let watch: Watch = Box::new(move |piece: &[u8]| {
                         let _ = output.send(Progress::Output(index, piece.to_vec()));
                     });
-                    let outcome = host.call_watched(&call.name, &call.arguments, Some(cancel), watch);
+                    let outcome =
+                        host.call_watched(&call.name, &call.arguments, Some(cancel), watch);
                     let _ = tx.send(Progress::Done(index, outcome));
                 });
             }

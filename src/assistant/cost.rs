@@ -29,9 +29,10 @@ pub fn price(model: &str) -> Option<(f64, f64)> {
         .iter()
         .filter(|(name, ..)| {
             model == *name
-                || model
-                    .strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('-') && rest[1..].chars().all(|c| c.is_ascii_digit() || c == '-'))
+                || model.strip_prefix(name).is_some_and(|rest| {
+                    rest.starts_with('-')
+                        && rest[1..].chars().all(|c| c.is_ascii_digit() || c == '-')
+                })
         })
         .map(|&(_, input, output)| (input, output))
         .next()
@@ -85,9 +86,7 @@ impl Meter {
             text.push('.');
         }
         match price(model) {
-            Some((i, o)) => {
-                text += &format!("\n{model}: ${i} in, ${o} out per million tokens.")
-            }
+            Some((i, o)) => text += &format!("\n{model}: ${i} in, ${o} out per million tokens."),
             None => text += &format!("\nNo price is known for {model}."),
         }
         text
@@ -99,7 +98,7 @@ pub fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -137,7 +136,10 @@ mod tests {
     #[test]
     fn meter_totals_and_summary() {
         let mut m = Meter::default();
-        assert_eq!(m.summary("stub"), "No tokens used yet.\nNo price is known for stub.");
+        assert_eq!(
+            m.summary("stub"),
+            "No tokens used yet.\nNo price is known for stub."
+        );
         let u = Usage {
             input_tokens: 1200,
             output_tokens: 300,
@@ -149,7 +151,9 @@ mod tests {
              gpt-4.1: $2 in, $8 out per million tokens."
         );
         assert_eq!(m.add("stub", u), None);
-        assert!(m.summary("stub").contains("plus replies from models without a known price"));
+        assert!(m
+            .summary("stub")
+            .contains("plus replies from models without a known price"));
         assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(dollars(12.345), "$12.35");
     }

@@ -212,9 +212,9 @@ pub fn list(dir: &Path, cwd: &Path) -> Result<Vec<Summary>> {
         ) else {
             continue;
         };
-        let here = entries.iter().any(|e| {
-            matches!(e, Entry::Start { cwd: Some(dir), .. } if *dir == cwd)
-        });
+        let here = entries
+            .iter()
+            .any(|e| matches!(e, Entry::Start { cwd: Some(dir), .. } if *dir == cwd));
         if !here {
             continue;
         }
@@ -486,22 +486,38 @@ mod tests {
         };
         let mut old = Session::create(dir.path()).unwrap();
         old.append(&start("/work")).unwrap();
-        old.append(&Entry::User { text: "first".into() }).unwrap();
-        old.append(&Entry::User { text: "second".into() }).unwrap();
+        old.append(&Entry::User {
+            text: "first".into(),
+        })
+        .unwrap();
+        old.append(&Entry::User {
+            text: "second".into(),
+        })
+        .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut elsewhere = Session::create(dir.path()).unwrap();
         elsewhere.append(&start("/other")).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut new = Session::create(dir.path()).unwrap();
         new.append(&start("/work")).unwrap();
-        new.append(&Entry::Compact { request: "r".into(), summary: "s".into() }).unwrap();
+        new.append(&Entry::Compact {
+            request: "r".into(),
+            summary: "s".into(),
+        })
+        .unwrap();
         let listed = list(dir.path(), Path::new("/work")).unwrap();
         let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, [new.id(), old.id()]);
         assert_eq!((listed[1].messages, listed[1].first.as_str()), (2, "first"));
         let (_, messages) = Session::resume(dir.path(), Some(new.id())).unwrap();
-        assert_eq!(messages.len(), 2, "a compacted session resumes from its summary");
-        assert!(list(&dir.path().join("none"), Path::new("/")).unwrap().is_empty());
+        assert_eq!(
+            messages.len(),
+            2,
+            "a compacted session resumes from its summary"
+        );
+        assert!(list(&dir.path().join("none"), Path::new("/"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -139,7 +139,6 @@ impl Spinner {
     }
 }
 
-
 /// Lines of a running call's output shown under its call line.
 const LIVE_LINES: usize = 5;
 /// At most this often is the live output redrawn.
@@ -490,10 +489,9 @@ fn handle(
     if line.is_empty() {
         return Step::Continue(None);
     }
-    if line.starts_with('/') {
+    if let Some(body) = line.strip_prefix('/') {
         ui.quiet();
         let _ = std::io::stdout().flush();
-        let body = &line[1..];
         let (name, args) = match body.split_once(char::is_whitespace) {
             Some((name, args)) => (name, args.trim()),
             None => (body, ""),
@@ -564,8 +562,15 @@ fn conversation_command(
 
 /// `/model NAME`: `provider:model`, a provider alone (its default model),
 /// or a model, whose provider its name tells (claude-*, gemini-*, gpt-*).
-fn switch_model(args: &str, conversation: &mut Conversation, ui: &mut TermUi, env: &Env) -> TurnEnd {
-    let current = conversation.client().map(|c| (c.provider(), c.model().to_string()));
+fn switch_model(
+    args: &str,
+    conversation: &mut Conversation,
+    ui: &mut TermUi,
+    env: &Env,
+) -> TurnEnd {
+    let current = conversation
+        .client()
+        .map(|c| (c.provider(), c.model().to_string()));
     if args.is_empty() {
         let text = match &current {
             Some((p, m)) => format!("Model: {p} {m}. Switch with /model NAME (e.g. /model claude-sonnet-4-5, /model openai:gpt-4.1, /model google)."),
@@ -602,7 +607,12 @@ fn switch_model(args: &str, conversation: &mut Conversation, ui: &mut TermUi, en
 
 fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
     const PROVIDERS: &[&str] = &["openai", "anthropic", "google", "gemini", "stub"];
-    let known = |p: &str| PROVIDERS.iter().copied().find(|k| k.eq_ignore_ascii_case(p));
+    let known = |p: &str| {
+        PROVIDERS
+            .iter()
+            .copied()
+            .find(|k| k.eq_ignore_ascii_case(p))
+    };
     if let Some((p, m)) = args.split_once([':', '/']) {
         if let Some(p) = known(p) {
             return (Some(p), Some(m.trim()).filter(|m| !m.is_empty()));
@@ -712,10 +722,7 @@ pub fn show_history(messages: &[Message], exchanges: usize) {
         .filter(|(_, m)| matches!(m, Message::User { .. }))
         .map(|(i, _)| i)
         .collect();
-    let from = users
-        .len()
-        .checked_sub(exchanges)
-        .map_or(0, |k| users[k]);
+    let from = users.len().checked_sub(exchanges).map_or(0, |k| users[k]);
     let mut text = String::new();
     if from > 0 {
         text += &paint.dim(&format!("… {from} earlier messages\n"));
@@ -736,7 +743,11 @@ pub fn show_history(messages: &[Message], exchanges: usize) {
                     text += &markdown::render(reply, form, width);
                 }
                 for call in tool_calls {
-                    text += &format!("{} {}\n", paint.cyan("→"), paint.dim(&short_call(call, 100)));
+                    text += &format!(
+                        "{} {}\n",
+                        paint.cyan("→"),
+                        paint.dim(&short_call(call, 100))
+                    );
                 }
             }
             Message::Tool { results } => {
@@ -745,7 +756,11 @@ pub fn show_history(messages: &[Message], exchanges: usize) {
                         format!("{} {}", paint.green("✓"), paint.dim(&r.name))
                     } else {
                         let code = r.envelope["error_code"].as_str().unwrap_or("failed");
-                        format!("{} {}", paint.red("✗"), paint.dim(&format!("{}: {code}", r.name)))
+                        format!(
+                            "{} {}",
+                            paint.red("✗"),
+                            paint.dim(&format!("{}: {code}", r.name))
+                        )
                     };
                     text += &line;
                     text.push('\n');
@@ -923,11 +938,23 @@ mod tests {
 
     #[test]
     fn model_names_find_their_provider() {
-        assert_eq!(parse_model("claude-sonnet-4-5"), (Some("anthropic"), Some("claude-sonnet-4-5")));
-        assert_eq!(parse_model("openai:gpt-4.1-mini"), (Some("openai"), Some("gpt-4.1-mini")));
+        assert_eq!(
+            parse_model("claude-sonnet-4-5"),
+            (Some("anthropic"), Some("claude-sonnet-4-5"))
+        );
+        assert_eq!(
+            parse_model("openai:gpt-4.1-mini"),
+            (Some("openai"), Some("gpt-4.1-mini"))
+        );
         assert_eq!(parse_model("google"), (Some("google"), None));
-        assert_eq!(parse_model("gemini-2.5-pro"), (Some("google"), Some("gemini-2.5-pro")));
-        assert_eq!(parse_model("my-local-model"), (None, Some("my-local-model")));
+        assert_eq!(
+            parse_model("gemini-2.5-pro"),
+            (Some("google"), Some("gemini-2.5-pro"))
+        );
+        assert_eq!(
+            parse_model("my-local-model"),
+            (None, Some("my-local-model"))
+        );
         assert_eq!(parse_model("stub"), (Some("stub"), None));
     }
 

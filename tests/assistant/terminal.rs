@@ -277,11 +277,8 @@ fn ctrl_c_at_the_terminal_stops_a_request_and_the_prompt_returns() {
 fn with_tools(home: &std::path::Path) -> Command {
     let cmd = command(home);
     for name in ["bash", "file-edit", "file-write"] {
-        std::os::unix::fs::symlink(
-            crate::common::link(name),
-            home.join("libexec").join(name),
-        )
-        .unwrap();
+        std::os::unix::fs::symlink(crate::common::link(name), home.join("libexec").join(name))
+            .unwrap();
     }
     cmd
 }
@@ -299,7 +296,10 @@ fn pointed_at(server: &ModelServer, home: &std::path::Path) -> Command {
 fn without_spinner(screen: &str) -> String {
     let mut out = String::new();
     for (i, piece) in screen.split("\r\x1b[2K").enumerate() {
-        let frame = piece.chars().next().is_some_and(|c| ('\u{2800}'..='\u{28ff}').contains(&c));
+        let frame = piece
+            .chars()
+            .next()
+            .is_some_and(|c| ('\u{2800}'..='\u{28ff}').contains(&c));
         if i > 0 && frame {
             // "⠋ thinking": up to the next erasure, all spinner.
             continue;
@@ -361,7 +361,10 @@ fn replies_are_rendered_in_colour_on_a_terminal() {
         // rust's keyword `fn`, coloured by the highlighter.
         "m\x1b[38;5;",
     ] {
-        assert!(screen.contains(styled), "{styled:?} missing from {screen:?}");
+        assert!(
+            screen.contains(styled),
+            "{styled:?} missing from {screen:?}"
+        );
     }
     assert!(!screen.contains("**strong**"), "{screen:?}");
 }
@@ -420,8 +423,11 @@ fn ctrl_c_during_a_tool_cancels_it_and_keeps_its_output_for_the_model() {
         ],
     );
     let mut cmd = pointed_at(&server, home.path());
-    std::os::unix::fs::symlink(crate::common::link("bash"), home.path().join("libexec/bash"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        crate::common::link("bash"),
+        home.path().join("libexec/bash"),
+    )
+    .unwrap();
     cmd.env("NO_COLOR", "1");
     let mut pty = Pty::spawn(cmd);
     pty.expect_prompt(1);
@@ -560,19 +566,28 @@ fn sessions_resume_and_dash_dash_resume_show_the_last_exchanges() {
     let first_id = {
         let dir = home.path().join("data/ikigai/sessions");
         let entry = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap();
-        entry.path().file_stem().unwrap().to_string_lossy().into_owned()
+        entry
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
     };
 
     // --resume shows the last three exchanges before the prompt.
     let mut cmd = command(home.path());
-    cmd.args(["--provider", "stub", "--resume"]).env("NO_COLOR", "1");
+    cmd.args(["--provider", "stub", "--resume"])
+        .env("NO_COLOR", "1");
     let mut pty = Pty::spawn(cmd);
     pty.expect_prompt(1);
     let screen = pty.screen();
     assert!(screen.contains("… 2 earlier messages"), "{screen}");
     assert!(!screen.contains("> fruit apple"), "{screen}");
     for word in ["banana", "cherry", "damson"] {
-        assert!(screen.contains(&format!("> fruit {word}\r\n[stub] You said: fruit {word}")), "{screen}");
+        assert!(
+            screen.contains(&format!("> fruit {word}\r\n[stub] You said: fruit {word}")),
+            "{screen}"
+        );
     }
     assert!(screen.contains("─── continue below ───"), "{screen}");
     pty.type_in("/clear\r");
@@ -583,7 +598,10 @@ fn sessions_resume_and_dash_dash_resume_show_the_last_exchanges() {
     pty.type_in("/sessions\r");
     pty.expect("Continue one with /resume ID.");
     let screen = pty.screen();
-    let listing = screen.split("Sessions in this directory, newest first:").nth(1).unwrap();
+    let listing = screen
+        .split("Sessions in this directory, newest first:")
+        .nth(1)
+        .unwrap();
     let new_at = listing.find("a new one").unwrap();
     let old_at = listing.find("fruit apple").unwrap();
     assert!(new_at < old_at, "newest first: {listing}");
@@ -613,15 +631,25 @@ fn a_pipe_gets_the_markdown_exactly_as_written() {
 fn one_shot_texts_say_nothing_of_a_next_message() {
     let home = tempfile::tempdir().unwrap();
     let server = ModelServer::start(Api::OpenAi, vec![Reply::Status(400, "bad request".into())]);
-    let out = super::against(&server, home.path()).args(["-p", "hi"]).output();
+    let out = super::against(&server, home.path())
+        .args(["-p", "hi"])
+        .output();
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("bad request"), "{}", out.stderr);
     assert!(!out.stderr.contains("another message"), "{}", out.stderr);
     let out = super::ikigai(home.path())
-        .args(["--provider", "stub", "--max-tool-rounds", "0", "-p", "call nope {}"])
+        .args([
+            "--provider",
+            "stub",
+            "--max-tool-rounds",
+            "0",
+            "-p",
+            "call nope {}",
+        ])
         .output();
     assert!(
-        out.stderr.contains("Stopped after 0 tool rounds (raise --max-tool-rounds to allow more)."),
+        out.stderr
+            .contains("Stopped after 0 tool rounds (raise --max-tool-rounds to allow more)."),
         "{}",
         out.stderr
     );

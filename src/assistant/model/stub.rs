@@ -101,8 +101,8 @@ fn usage(request: &Request, reply: &Reply) -> Usage {
     let sent = request.system.len()
         + serde_json::to_string(&request.messages).map_or(0, |s| s.len())
         + request.tools.to_string().len();
-    let answered = reply.text.len()
-        + serde_json::to_string(&reply.tool_calls).map_or(0, |s| s.len());
+    let answered =
+        reply.text.len() + serde_json::to_string(&reply.tool_calls).map_or(0, |s| s.len());
     Usage {
         input_tokens: sent.div_ceil(4) as u64,
         output_tokens: answered.div_ceil(4) as u64,

@@ -215,7 +215,11 @@ mod tests {
     #[test]
     fn each_tool_in_words() {
         assert_eq!(
-            line("file_read", json!({"file_path": "a.rs"}), json!({"output": "x\ny\n"})),
+            line(
+                "file_read",
+                json!({"file_path": "a.rs"}),
+                json!({"output": "x\ny\n"})
+            ),
             "Read a.rs (2 lines)"
         );
         assert_eq!(
@@ -235,11 +239,19 @@ mod tests {
             "Ran cargo test … (exit 0, 1 line)"
         );
         assert_eq!(
-            line("glob", json!({"pattern": "*.rs"}), json!({"output": "a", "count": 3})),
+            line(
+                "glob",
+                json!({"pattern": "*.rs"}),
+                json!({"output": "a", "count": 3})
+            ),
             "Found 3 paths for *.rs"
         );
         assert_eq!(
-            line("grep", json!({"pattern": "TODO"}), json!({"output": "a", "count": 1})),
+            line(
+                "grep",
+                json!({"pattern": "TODO"}),
+                json!({"output": "a", "count": 1})
+            ),
             "Found 1 line matching TODO"
         );
         assert_eq!(
@@ -268,7 +280,10 @@ mod tests {
         );
         let a = account(&call("bash", json!({})), &failed, None, Paint::OFF, "");
         assert!(!a.ok);
-        assert_eq!(a.line, "bash: TOOL_TIMEOUT: Tool 'bash' timed out after 30s");
+        assert_eq!(
+            a.line,
+            "bash: TOOL_TIMEOUT: Tool 'bash' timed out after 30s"
+        );
     }
 
     #[test]
@@ -277,17 +292,35 @@ mod tests {
         let path = dir.path().join("f.txt");
         let p = path.to_str().unwrap();
         std::fs::write(&path, "one\ntwo\n").unwrap();
-        let edit = call("file_edit", json!({"file_path": p, "old_string": "two", "new_string": "2"}));
+        let edit = call(
+            "file_edit",
+            json!({"file_path": p, "old_string": "two", "new_string": "2"}),
+        );
         let snap = before(&edit).unwrap();
         std::fs::write(&path, "one\n2\n").unwrap();
-        let a = account(&edit, &ok(json!({"replacements": 1})), Some(&snap), Paint::OFF, "  ");
+        let a = account(
+            &edit,
+            &ok(json!({"replacements": 1})),
+            Some(&snap),
+            Paint::OFF,
+            "  ",
+        );
         assert_eq!(a.line, format!("Edited {p} (+1 -1)"));
         assert_eq!(a.diff.unwrap(), "  @@ -1,2 +1,2 @@\n   one\n  -two\n  +2\n");
         let new = dir.path().join("new.txt");
-        let write = call("file_write", json!({"file_path": new.to_str().unwrap(), "content": "a\n"}));
+        let write = call(
+            "file_write",
+            json!({"file_path": new.to_str().unwrap(), "content": "a\n"}),
+        );
         let snap = before(&write).unwrap();
         std::fs::write(&new, "a\n").unwrap();
-        let a = account(&write, &ok(json!({"bytes": 2})), Some(&snap), Paint::OFF, "");
+        let a = account(
+            &write,
+            &ok(json!({"bytes": 2})),
+            Some(&snap),
+            Paint::OFF,
+            "",
+        );
         assert_eq!(a.line, format!("Created {} (1 line)", new.display()));
         assert!(before(&call("bash", json!({}))).is_none());
     }

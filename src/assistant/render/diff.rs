@@ -96,6 +96,9 @@ mod tests {
             "\x1b[36m@@ -1 +1 @@\x1b[0m\n\x1b[31m-x\x1b[0m\n\x1b[2m… 1 more diff lines\x1b[0m\n"
         );
         let d = unified("x", "x\ny", Paint::OFF, "", 10).unwrap();
-        assert_eq!(d.text, "@@ -1 +1,2 @@\n-x (no newline at end of file)\n+x\n+y (no newline at end of file)\n");
+        assert_eq!(
+            d.text,
+            "@@ -1 +1,2 @@\n-x (no newline at end of file)\n+x\n+y (no newline at end of file)\n"
+        );
     }
 }

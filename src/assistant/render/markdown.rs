@@ -12,9 +12,7 @@
 //! for a terminal under `NO_COLOR`; `Colour` adds bold headings, italics,
 //! links and syntax colour.
 
-use pulldown_cmark::{
-    Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd,
-};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use super::highlight::Code;
 use super::{width, Paint};
@@ -768,18 +766,27 @@ mod tests {
 
     #[test]
     fn plain_layout_of_each_element() {
-        assert_eq!(plain("# Title\n\nSome *em* and **strong**."), "# Title\n\nSome em and strong.\n");
+        assert_eq!(
+            plain("# Title\n\nSome *em* and **strong**."),
+            "# Title\n\nSome em and strong.\n"
+        );
         assert_eq!(plain("- a\n- b\n  - c\n"), "• a\n• b\n  ◦ c\n");
         assert_eq!(plain("3. x\n4. y"), "3. x\n4. y\n");
         assert_eq!(plain("> quoted\n> text"), "> quoted\n> text\n");
-        assert_eq!(plain("Use `ls` [docs](https://x.org)."), "Use `ls` docs (https://x.org).\n");
+        assert_eq!(
+            plain("Use `ls` [docs](https://x.org)."),
+            "Use `ls` docs (https://x.org).\n"
+        );
         assert_eq!(plain("---"), format!("{}\n", "─".repeat(60)));
         assert_eq!(plain("- [x] done\n- [ ] todo"), "• [x] done\n• [ ] todo\n");
         assert_eq!(
             plain("| a | bb |\n|---|--:|\n| 1 | 2 |"),
             "┌───┬────┐\n│ a │ bb │\n├───┼────┤\n│ 1 │  2 │\n└───┴────┘\n"
         );
-        assert_eq!(plain("```rust\nfn x() {}\n```"), "```rust\nfn x() {}\n```\n");
+        assert_eq!(
+            plain("```rust\nfn x() {}\n```"),
+            "```rust\nfn x() {}\n```\n"
+        );
         assert_eq!(plain("one\n\n\n\ntwo"), "one\n\ntwo\n");
     }
 
@@ -804,8 +811,15 @@ mod tests {
 
     #[test]
     fn colour_styles_inline_and_highlights_code() {
-        let out = render("## Hi\n\n**b** `c`\n\n```rust\nlet x = 1;\n```", Form::Colour, 80);
-        assert!(out.starts_with("\x1b[1;35mHi\x1b[0m\n\n\x1b[1mb\x1b[0m \x1b[36mc\x1b[0m\n"), "{out:?}");
+        let out = render(
+            "## Hi\n\n**b** `c`\n\n```rust\nlet x = 1;\n```",
+            Form::Colour,
+            80,
+        );
+        assert!(
+            out.starts_with("\x1b[1;35mHi\x1b[0m\n\n\x1b[1mb\x1b[0m \x1b[36mc\x1b[0m\n"),
+            "{out:?}"
+        );
         assert!(out.contains("\x1b[38;"), "{out:?}");
     }
 }
