@@ -498,7 +498,10 @@ impl Conversation {
 
     fn failed(&mut self, client: &dyn ModelClient, error: ModelError, ui: &mut dyn Ui) -> TurnEnd {
         let (text, end) = match error {
-            ModelError::Cancelled => ("Interrupted.".to_string(), TurnEnd::Cancelled),
+            ModelError::Cancelled => (
+                "Cancelled by you: the request was stopped.".to_string(),
+                TurnEnd::Cancelled,
+            ),
             e if self.one_shot => (
                 format!("{} ({}): {e}.", client.provider(), client.model()),
                 TurnEnd::Failed,

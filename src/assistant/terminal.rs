@@ -380,7 +380,9 @@ impl Ui for TermUi {
         let text = format!(
             "{} {}",
             self.err.cyan("→"),
-            self.err.bold(&short_call(call, 100))
+            // One line on the screen: the arrow and a space take two columns.
+            self.err
+                .bold(&short_call(call, self.width.saturating_sub(2).min(100)))
         );
         self.line(&text);
     }

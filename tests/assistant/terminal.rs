@@ -259,7 +259,7 @@ fn ctrl_c_at_the_terminal_stops_a_request_and_the_prompt_returns() {
         std::thread::sleep(Duration::from_millis(20));
     }
     pty.type_in("\x03");
-    pty.expect("Interrupted.");
+    pty.expect("Cancelled by you: the request was stopped.");
     assert!(
         !pty.screen().contains("Press Ctrl-C again"),
         "a Ctrl-C during a request only stops it"
