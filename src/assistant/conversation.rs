@@ -999,6 +999,45 @@ mod tests {
     }
 
     #[test]
+    fn compact_goes_on_from_the_summary_and_clear_from_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Scripted::new(vec![text("first answer"), text("SUMMARY"), text("after")]);
+        let mut c = conversation(&model, 25).with_new_session(dir.path().to_path_buf());
+        let mut ui = Record::default();
+        let cancel = AtomicBool::new(false);
+        c.send("one", &host(), &mut ui, &cancel);
+        assert_eq!(c.compact(&mut ui, &cancel), TurnEnd::Answered);
+        // The summary request went without tools, after the conversation.
+        let seen = model.seen.lock().unwrap()[1].clone();
+        assert_eq!(seen.tools, json!([]));
+        assert_eq!(seen.messages.len(), 3);
+        assert_eq!(
+            c.messages(),
+            [
+                Message::User {
+                    text: COMPACT_REQUEST.into()
+                },
+                Message::Assistant {
+                    text: "SUMMARY".into(),
+                    tool_calls: vec![]
+                }
+            ]
+        );
+        c.send("two", &host(), &mut ui, &cancel);
+        assert_eq!(model.seen.lock().unwrap()[2].messages.len(), 3);
+        let (_, replayed) = Session::resume(dir.path(), None).unwrap();
+        assert_eq!(replayed, c.messages());
+        assert!(c.session_id().is_some());
+        c.clear();
+        assert!(c.messages().is_empty());
+        assert_eq!(
+            c.session_id(),
+            None,
+            "a new session is made at its first entry"
+        );
+    }
+
+    #[test]
     fn context_modules_join_in_order() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("02-b.md"), "second\n").unwrap();
