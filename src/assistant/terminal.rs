@@ -248,6 +248,9 @@ impl TermUi {
     pub fn new() -> TermUi {
         let err_tty = std::io::stderr().is_terminal();
         let form = reply_form();
+        if form == Form::Colour {
+            super::render::highlight::warm_up();
+        }
         let width = render::terminal_width();
         TermUi {
             err: Style::for_stream(err_tty),

@@ -1,7 +1,8 @@
 //! Syntax colour for code blocks, line by line so a block streams as it
 //! arrives. syntect with its bundled Sublime grammars (about fifty
-//! languages) and themes, compiled in; they are loaded on the first code
-//! block, so a session without code pays nothing at start. Terminals that
+//! languages) and themes, compiled in; a terminal session loads them in
+//! the background at start (`warm_up`), anything else on the first code
+//! block, so neither waits for them. Terminals that
 //! say they take 24-bit colour (`COLORTERM`) get the theme's exact colours,
 //! others the nearest of the 256-colour palette.
 
@@ -33,6 +34,14 @@ fn loaded() -> &'static Loaded {
             truecolor,
         }
     })
+}
+
+/// Loads the grammars and themes on a thread of their own (about a
+/// tenth of a second), so the first code block of a reply does not wait.
+pub fn warm_up() {
+    std::thread::spawn(|| {
+        loaded();
+    });
 }
 
 /// One code block's highlighter; keeps the grammar's state from line to
