@@ -1,8 +1,9 @@
 //! The model's markdown as a terminal shows it, streamed: text arrives in
-//! pieces, and each block is drawn as soon as it is complete. A block ends
-//! at a blank line (unless the next line is indented, which continues a
-//! list item), a heading or a rule ends with its line, and a fenced code
-//! block is drawn line by line, coloured, while it streams. Complete blocks
+//! pieces, and each part is drawn as soon as it is complete. A paragraph,
+//! a heading or a rule is drawn line by line as each line ends; a fenced
+//! code block likewise, coloured; a list, a quote or a table when the
+//! block ends, at a blank line (unless the next line is indented, which
+//! continues a list item). Complete blocks
 //! go through pulldown-cmark (CommonMark plus tables, strikethrough and
 //! task lists).
 //!
@@ -45,6 +46,8 @@ pub struct Markdown {
     blank: bool,
     /// The source set `block` apart from what was drawn before it.
     block_gap: bool,
+    /// A paragraph is streaming: each of its lines is drawn as it ends.
+    paragraph: bool,
     fence: Option<Fence>,
     /// Something has been drawn, so the next block is set apart by a
     /// blank line where the source had one.
@@ -60,6 +63,7 @@ impl Markdown {
             block: Vec::new(),
             blank: false,
             block_gap: false,
+            paragraph: false,
             fence: None,
             drawn: false,
         }
@@ -130,7 +134,17 @@ impl Markdown {
             if !self.block.is_empty() || self.drawn {
                 self.blank = true;
             }
+            self.paragraph = false;
             return;
+        }
+        if self.paragraph {
+            if !starts_block(line) {
+                // A paragraph's lines are drawn one by one, so text appears
+                // as it streams (emphasis spanning two lines is the price).
+                out.push_str(&self.render(line));
+                return;
+            }
+            self.paragraph = false;
         }
         let indented = line.starts_with([' ', '\t']);
         if self.blank && indented && !self.block.is_empty() {
@@ -166,6 +180,13 @@ impl Markdown {
             self.gap(out);
             out.push_str(&self.render(line));
             self.drawn = true;
+            return;
+        }
+        if self.block.is_empty() && !starts_block(line) && indent_of(line) < 4 {
+            self.gap(out);
+            out.push_str(&self.render(line));
+            self.drawn = true;
+            self.paragraph = true;
             return;
         }
         if self.block.is_empty() {
@@ -208,6 +229,29 @@ impl Markdown {
         }
         writer.done()
     }
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Whether `line` starts something other than a paragraph's text: a list
+/// item, a quote, a table row, a heading, HTML, a fence or a rule.
+fn starts_block(line: &str) -> bool {
+    if indent_of(line) > 3 {
+        return false;
+    }
+    let rest = line.trim_start_matches(' ');
+    let bullet =
+        ["- ", "* ", "+ "].iter().any(|b| rest.starts_with(b)) || ["-", "*", "+"].contains(&rest);
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let numbered =
+        (1..=9).contains(&digits) && [". ", ") "].iter().any(|m| rest[digits..].starts_with(m));
+    bullet
+        || numbered
+        || rest.starts_with(['>', '|', '#', '<'])
+        || opens(line).is_some()
+        || is_rule(line)
 }
 
 /// A fence opener: its character, length, indentation and info string.
@@ -788,6 +832,8 @@ mod tests {
             "```rust\nfn x() {}\n```\n"
         );
         assert_eq!(plain("one\n\n\n\ntwo"), "one\n\ntwo\n");
+        assert_eq!(plain("text\n- item\n\nafter"), "text\n• item\n\nafter\n");
+        assert_eq!(plain("1. a\n10. b"), "1. a\n2. b\n");
     }
 
     #[test]
@@ -803,8 +849,10 @@ mod tests {
         let mut md = Markdown::new(Form::Plain, 80);
         assert_eq!(md.push("# He"), "");
         assert_eq!(md.push("ading\nA para"), "# Heading\n");
-        assert_eq!(md.push("graph\n"), "");
-        assert_eq!(md.push("\n```sh\nls\n"), "A paragraph\n\n```sh\nls\n");
+        // A paragraph's lines show as each ends; a list waits for its end.
+        assert_eq!(md.push("graph\nand more"), "A paragraph\n");
+        assert_eq!(md.push("\n\n- item\n"), "and more\n");
+        assert_eq!(md.push("\n```sh\nls\n"), "\n• item\n\n```sh\nls\n");
         assert_eq!(md.push("```\nend"), "```\n");
         assert_eq!(md.finish(), "end\n");
     }
