@@ -1,9 +1,9 @@
 //! The model's markdown as a terminal shows it, streamed: text arrives in
 //! pieces, and each part is drawn as soon as it is complete. A paragraph,
 //! a heading or a rule is drawn line by line as each line ends; a fenced
-//! code block likewise, coloured; a list, a quote or a table when the
-//! block ends, at a blank line (unless the next line is indented, which
-//! continues a list item). Complete blocks
+//! code block likewise, coloured; a list or a quote line by line as later
+//! lines settle the earlier ones; a table when it ends, at a blank line
+//! (unless the next line is indented, which continues a list item). Complete blocks
 //! go through pulldown-cmark (CommonMark plus tables, strikethrough and
 //! task lists).
 //!
@@ -48,6 +48,9 @@ pub struct Markdown {
     block_gap: bool,
     /// A paragraph is streaming: each of its lines is drawn as it ends.
     paragraph: bool,
+    /// What of `block` (a list or a quote) is already drawn: lines that
+    /// later lines cannot change.
+    shown: String,
     fence: Option<Fence>,
     /// Something has been drawn, so the next block is set apart by a
     /// blank line where the source had one.
@@ -64,6 +67,7 @@ impl Markdown {
             blank: false,
             block_gap: false,
             paragraph: false,
+            shown: String::new(),
             fence: None,
             drawn: false,
         }
@@ -152,6 +156,7 @@ impl Markdown {
             self.block.push(String::new());
             self.block.push(line.to_string());
             self.blank = false;
+            self.draw_settled(out);
             return;
         }
         if let Some((marker, len, indent, info)) = opens(line) {
@@ -194,6 +199,33 @@ impl Markdown {
             self.blank = false;
         }
         self.block.push(line.to_string());
+        self.draw_settled(out);
+    }
+
+    /// Draws what of a list or a quote being collected can no longer
+    /// change: all it renders to but its last line (a lazy continuation
+    /// could still extend that). A table waits for its end, since each row
+    /// can widen its columns.
+    fn draw_settled(&mut self, out: &mut String) {
+        let first = self.block[0].trim_start_matches(' ');
+        if first.starts_with(['|', '<']) || !starts_block(&self.block[0]) {
+            return;
+        }
+        let drawn = self.render(&self.block.join("\n"));
+        let settled = match drawn.trim_end_matches('\n').rfind('\n') {
+            Some(end) => &drawn[..=end],
+            None => return,
+        };
+        if let Some(new) = settled.strip_prefix(self.shown.as_str()) {
+            if !new.is_empty() {
+                if self.shown.is_empty() && self.block_gap {
+                    out.push('\n');
+                }
+                out.push_str(new);
+                self.shown = settled.to_string();
+                self.drawn = true;
+            }
+        }
     }
 
     /// A blank line before the next thing drawn, where the source had one.
@@ -210,10 +242,23 @@ impl Markdown {
         }
         let source = self.block.join("\n");
         self.block.clear();
-        if self.block_gap {
+        let shown = std::mem::take(&mut self.shown);
+        if self.block_gap && shown.is_empty() {
             out.push('\n');
         }
-        out.push_str(&self.render(&source));
+        let drawn = self.render(&source);
+        // What was drawn while the block came in is a prefix of the whole
+        // (`draw_settled` draws only lines that cannot change).
+        let rest = match drawn.strip_prefix(shown.as_str()) {
+            Some(rest) => rest,
+            // Should the whole differ after all, the lines on the screen
+            // stay; only those after them are drawn, never twice.
+            None => {
+                let lines = shown.matches('\n').count();
+                drawn.splitn(lines + 1, '\n').nth(lines).unwrap_or("")
+            }
+        };
+        out.push_str(rest);
         self.drawn = true;
     }
 
@@ -852,9 +897,30 @@ mod tests {
         // A paragraph's lines show as each ends; a list waits for its end.
         assert_eq!(md.push("graph\nand more"), "A paragraph\n");
         assert_eq!(md.push("\n\n- item\n"), "and more\n");
-        assert_eq!(md.push("\n```sh\nls\n"), "\n• item\n\n```sh\nls\n");
+        // A list's items show as the next one starts.
+        assert_eq!(md.push("- second\n"), "\n• item\n");
+        assert_eq!(md.push("\n```sh\nls\n"), "• second\n\n```sh\nls\n");
         assert_eq!(md.push("```\nend"), "```\n");
         assert_eq!(md.finish(), "end\n");
+    }
+
+    #[test]
+    fn any_chunking_draws_the_same() {
+        let text = "# T\n\npara one\nline two\n\n- a\n  - b\n- c\n\n1. x\n\n   more\n\n2. y\n\n\
+                    > q1\n> q2\n\n| h | i |\n|---|---|\n| 1 | 2 |\n\n```py\nx = 1\n```\ntail";
+        for form in [Form::Plain, Form::Colour] {
+            let whole = render(text, form, 80);
+            for size in [1, 2, 3, 7, 64] {
+                let mut md = Markdown::new(form, 80);
+                let mut streamed = String::new();
+                let chars: Vec<char> = text.chars().collect();
+                for piece in chars.chunks(size) {
+                    streamed += &md.push(&piece.iter().collect::<String>());
+                }
+                streamed += &md.finish();
+                assert_eq!(streamed, whole, "{form:?} in pieces of {size}");
+            }
+        }
     }
 
     #[test]
