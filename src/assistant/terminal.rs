@@ -14,8 +14,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -106,27 +105,37 @@ fn reply_form() -> Form {
 }
 
 /// A spinner on stderr, drawn by its own thread while something runs.
+/// Stopping it is immediate (the thread waits on a channel, not a sleep),
+/// so a reply streaming line by line is never held up by it.
 struct Spinner {
-    stop: Arc<AtomicBool>,
+    stop: mpsc::Sender<()>,
     thread: JoinHandle<()>,
 }
 
 impl Spinner {
-    fn start(label: &str, style: Style) -> Spinner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+    /// Starts drawing after `delay`, so a pause shorter than that (between
+    /// two lines of a reply) shows no spinner at all.
+    fn start(label: &str, style: Style, delay: Duration) -> Spinner {
+        let (stop, stopped) = mpsc::channel::<()>();
         let label = label.to_string();
         let thread = std::thread::spawn(move || {
             const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            if stopped.recv_timeout(delay) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
             let mut i = 0;
-            while !flag.load(Ordering::SeqCst) {
+            loop {
                 let mut err = std::io::stderr().lock();
                 let frame = format!("{} {label}", FRAMES[i % FRAMES.len()]);
                 let _ = write!(err, "\r\x1b[2K{}", style.dim(&frame));
                 let _ = err.flush();
                 drop(err);
                 i += 1;
-                std::thread::sleep(Duration::from_millis(80));
+                if stopped.recv_timeout(Duration::from_millis(80))
+                    != Err(mpsc::RecvTimeoutError::Timeout)
+                {
+                    break;
+                }
             }
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         });
@@ -134,10 +143,13 @@ impl Spinner {
     }
 
     fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.stop.send(());
         let _ = self.thread.join();
     }
 }
+
+/// The spinner's label while a reply pauses between two parts.
+const WRITING: &str = "writing";
 
 /// Lines of a running call's output shown under its call line.
 const LIVE_LINES: usize = 5;
@@ -343,7 +355,13 @@ impl Ui for TermUi {
     fn waiting(&mut self, what: &str) {
         if self.err_tty && self.live.drawn == 0 {
             self.quiet();
-            self.spinner = Some(Spinner::start(what, self.err));
+            // Between two parts of a reply, a spinner only if it pauses.
+            let delay = if what == WRITING {
+                Duration::from_millis(300)
+            } else {
+                Duration::ZERO
+            };
+            self.spinner = Some(Spinner::start(what, self.err, delay));
         }
     }
 
@@ -358,7 +376,7 @@ impl Ui for TermUi {
             self.at_line_start = drawn.ends_with('\n');
             if self.form != Form::Raw {
                 // The next block is still coming in.
-                self.waiting("writing");
+                self.waiting(WRITING);
             }
         }
     }
