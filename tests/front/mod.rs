@@ -167,6 +167,13 @@ fn ikigai_names_the_directories_it_searched_when_none_exists() {
     let out = ikigai(home.path()).args(["call", "bash", "{}"]).output();
     assert_eq!(out.code, 1);
     assert!(out.stderr.starts_with(&note), "{}", out.stderr);
+    // The assistant says it too, as a warning, and goes on.
+    let out = ikigai(home.path())
+        .args(["--provider", "stub", "-p", "hi"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    let warning = note.replacen("ikigai: ", "warning: ", 1);
+    assert!(out.stderr.starts_with(&warning), "{}", out.stderr);
     // With tools, a typo in a call's name gets the nearest one.
     std::fs::create_dir(home.path().join("no-system-tools")).unwrap();
     std::os::unix::fs::symlink(
