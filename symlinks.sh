@@ -29,7 +29,9 @@ if [ -n "${IKIGAI_TOOLS_BIN:-}" ]; then
 else
   built="$here/target/release/ikigai-tools"
   # cargo decides whether anything changed; a no-op build takes a moment.
-  (cd "$here" && cargo build --release --quiet)
+  # Its progress stays visible: a first build takes a few minutes.
+  echo "building ikigai-tools (release; the first build takes a few minutes)..." >&2
+  (cd "$here" && cargo build --release)
 fi
 
 mkdir -p "$prefix/bin" "$prefix/libexec/ikigai"
@@ -56,3 +58,18 @@ if [ -n "$shellclaw" ]; then
 fi
 
 echo "installed $prefix/bin/ikigai-tools, $prefix/bin/ikigai and $(wc -w <<<"$names") tools in $prefix/libexec/ikigai"
+# PATH as the user's shell sees it; a trailing slash or a symlinked prefix
+# still counts as the same directory.
+bin="$(cd "$prefix/bin" && pwd -P)"
+on_path=no
+IFS=: read -r -a path_dirs <<<"${PATH:-}"
+for dir in "${path_dirs[@]}"; do
+  [ -n "$dir" ] && [ -d "$dir" ] && [ "$(cd "$dir" && pwd -P)" = "$bin" ] && on_path=yes && break
+done
+if [ "$on_path" = yes ]; then
+  echo "run: ikigai"
+else
+  echo "$prefix/bin is not on your PATH; add this line to your shell's profile (~/.bashrc, ~/.zshrc):"
+  echo "  export PATH=\"$prefix/bin:\$PATH\""
+  echo "meanwhile run: $prefix/bin/ikigai"
+fi

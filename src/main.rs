@@ -16,6 +16,7 @@ mod out;
 mod protocol;
 mod runner;
 mod sandbox;
+mod suggest;
 mod tool;
 mod tools;
 mod truncate;
@@ -51,7 +52,8 @@ fn main() -> ExitCode {
         Personality::Unknown(name) => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             eprintln!(
-                "ikigai-tools: unknown tool '{name}' (tools: {})",
+                "ikigai-tools: unknown tool '{name}'.{} (tools: {})",
+                suggest::did_you_mean(&name, names.iter().copied()),
                 names.join(", ")
             );
             ExitCode::from(exit::USAGE)

@@ -1,5 +1,8 @@
 //! The slash commands a person types (host-architecture.md, "Commands"):
-//! `/tool`, `/tool NAME`, `/refresh`, `/help`, `/quit`, kept in one table.
+//! `/tool`, `/tool NAME`, `/refresh`, `/help`, `/quit`, kept in one table,
+//! and the names of the commands that work on the conversation (`/clear`,
+//! `/compact`, `/model`, `/sessions`, `/resume`, `/cost`), which the
+//! terminal runs because they need the conversation; `/help` lists both.
 //! Used by the line loop of a non-terminal stdin and by the interactive
 //! conversation alike: a command gets the host's state and prints through a
 //! callback, so `/refresh` can say "Refreshing tools..." before it works.
@@ -84,6 +87,36 @@ pub static COMMANDS: &[Command] = &[
     },
 ];
 
+/// The conversation's commands: (name, usage, help). The terminal runs them.
+pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
+    ("clear", "/clear", "Start a new conversation (and session)"),
+    (
+        "compact",
+        "/compact",
+        "Have the model summarise the conversation, and go on from the summary",
+    ),
+    (
+        "model",
+        "/model [NAME]",
+        "Show the model, or switch (gpt-4.1, claude-sonnet-4-5, google:gemini-2.5-pro, stub)",
+    ),
+    (
+        "sessions",
+        "/sessions",
+        "This directory's sessions, newest first",
+    ),
+    ("resume", "/resume ID", "Continue a session from /sessions"),
+    ("cost", "/cost", "Tokens used and their cost since start"),
+];
+
+/// Every command name, for suggestions.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    COMMANDS
+        .iter()
+        .map(|c| c.name)
+        .chain(CONVERSATION_COMMANDS.iter().map(|c| c.0))
+}
+
 /// Runs one input line that starts with `/`, printing as it goes (each call
 /// of `print` is one or more whole lines, without the final newline).
 pub fn execute(line: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
@@ -96,8 +129,11 @@ pub fn execute(line: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -
     match COMMANDS.iter().find(|c| c.name == name) {
         Some(command) => (command.run)(args, state, print),
         None => {
+            let hint = crate::suggest::nearest(name, names())
+                .map(|n| format!(" Did you mean '/{n}'?"))
+                .unwrap_or_default();
             print(&format!(
-                "Unknown command: '/{name}'. Use /help to see the commands."
+                "Unknown command: '/{name}'.{hint} Use /help to see the commands."
             ));
             Flow::Continue
         }
@@ -120,7 +156,10 @@ fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow 
     } else {
         print(&match state.registry.lookup(args) {
             Some(entry) => inspect(entry),
-            None => format!("Unknown tool: '{args}'. Use /tool to see available tools."),
+            None => format!(
+                "Unknown tool: '{args}'.{} Use /tool to see available tools.",
+                crate::suggest::did_you_mean(args, state.registry.names())
+            ),
         });
     }
     Flow::Continue
@@ -137,11 +176,19 @@ fn refresh(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow 
 }
 
 fn help(_: &str, _: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
-    let width = COMMANDS.iter().map(|c| c.usage.len()).max().unwrap_or(0);
+    let rows: Vec<(&str, &str)> = CONVERSATION_COMMANDS
+        .iter()
+        .map(|c| (c.1, c.2))
+        .chain(COMMANDS.iter().map(|c| (c.usage, c.help)))
+        .collect();
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let mut text = String::from("Commands:");
-    for c in COMMANDS {
-        text += &format!("\n  {:width$}  {}", c.usage, c.help);
+    for (usage, help) in rows {
+        text += &format!("\n  {usage:width$}  {help}");
     }
+    text += "\nKeys: Enter sends; a line ending in \\ continues on the next (pasted text stays \
+             one message); Ctrl-C stops a reply or a tool, and twice at an empty prompt \
+             leaves; Ctrl-D leaves; Up and Down walk the history.";
     print(&text);
     Flow::Continue
 }
@@ -238,17 +285,30 @@ mod tests {
             printed,
             ["Refreshing tools...", "Tools refreshed. 0 tools available."]
         );
-        assert_eq!(
-            text("/help", &mut s),
-            "Commands:\n  /tool [NAME]  List tools, or show one tool's schema\n  \
-             /refresh      Reload the tools from disk\n  /help         Show the commands\n  \
-             /quit         Leave"
+        let help = text("/help", &mut s);
+        assert!(
+            help.starts_with(
+                "Commands:\n  /clear         Start a new conversation (and session)\n"
+            ),
+            "{help}"
+        );
+        assert!(
+            help.contains(
+                "\n  /tool [NAME]   List tools, or show one tool's schema\n  \
+                 /refresh       Reload the tools from disk\n  /help          Show the commands\n  \
+                 /quit          Leave\nKeys: "
+            ),
+            "{help}"
         );
         assert_eq!(run("/quit", &mut s), Reply::Quit);
         assert_eq!(run("  /quit  ", &mut s), Reply::Quit);
         assert_eq!(
             text("/frob x", &mut s),
             "Unknown command: '/frob'. Use /help to see the commands."
+        );
+        assert_eq!(
+            text("/hlep", &mut s),
+            "Unknown command: '/hlep'. Did you mean '/help'? Use /help to see the commands."
         );
     }
 }

@@ -37,6 +37,7 @@ use super::model::{
 use super::schedule;
 use super::session::{Entry, Session};
 use crate::host::call::CallOutcome;
+use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
 use crate::host::format::strict;
 use crate::host::text::clip;
@@ -47,6 +48,11 @@ through tools. Each tool result is a JSON envelope: {\"tool_success\": true, \"r
 the tool ran, or {\"tool_success\": false, \"error\", \"error_code\", ...} when it could not; a \
 result may itself report an error the tool found. Prefer doing over describing, check what \
 tools return, and answer briefly.";
+
+/// What `/compact` asks the model; kept in the conversation with its answer.
+const COMPACT_REQUEST: &str = "Summarise our conversation so far for your own later use: \
+what I asked for, what was done (files read or changed, commands run, their results), what was \
+decided, and what is still open. Be complete but brief; this summary replaces the conversation.";
 
 /// What the conversation needs of the host.
 pub trait ToolHost: Sync {
@@ -88,6 +94,17 @@ pub trait ToolHost: Sync {
     fn unsandboxed(&self) -> bool {
         false
     }
+    /// `call`, handing the tool's output to `watch` as it is read.
+    fn call_watched(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+        watch: Watch,
+    ) -> CallOutcome {
+        let _ = watch;
+        self.call(name, arguments, cancel)
+    }
 }
 
 /// What the person sees, in the order things happen.
@@ -100,6 +117,8 @@ pub trait Ui {
     fn end_text(&mut self);
     fn tool_call(&mut self, call: &ToolCall);
     fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome);
+    /// A piece of a running call's output, as the tool writes it.
+    fn tool_output(&mut self, _call: &ToolCall, _output: &[u8]) {}
     /// An event a tool reported for the person (`config_required`).
     fn event(&mut self, event: &Value);
     fn notice(&mut self, text: &str);
@@ -137,6 +156,8 @@ pub struct Conversation {
     model_output: usize,
     /// Where the whole of a cut output is saved.
     outputs: Outputs,
+    /// One message only (`-p`): no "send another message" advice.
+    one_shot: bool,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -170,6 +191,7 @@ impl Conversation {
             approval: Approval::run_all(),
             model_output: DEFAULT_MODEL_OUTPUT,
             outputs: Outputs::new(None),
+            one_shot: false,
         }
     }
 
@@ -206,9 +228,107 @@ impl Conversation {
         self
     }
 
-    #[cfg(test)]
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// One message only (`-p`): texts say nothing of a next message.
+    pub fn one_shot(mut self) -> Self {
+        self.one_shot = true;
+        self
+    }
+
+    /// `/clear`: a new conversation, logged to a new session.
+    pub fn clear(&mut self) {
+        self.messages.clear();
+        self.told_left_out.clear();
+        self.log = match std::mem::replace(&mut self.log, Log::Off) {
+            Log::Open { session, .. } => match session.path().parent() {
+                Some(dir) => Log::New(dir.to_path_buf()),
+                None => Log::Off,
+            },
+            other => other,
+        };
+    }
+
+    /// `/model`: the conversation goes on with another model.
+    pub fn set_client(&mut self, client: Arc<dyn ModelClient>) {
+        self.client = Ok(client);
+        self.told_left_out.clear();
+    }
+
+    /// `/resume`: continues `session` and its `history` from here on.
+    pub fn switch_session(&mut self, session: Session, history: Vec<Message>) {
+        self.messages = history;
+        self.log = Log::Open {
+            session,
+            started: false,
+        };
+    }
+
+    /// `/compact`: asks the model to summarise the conversation, which then
+    /// continues from that summary alone (the request and its answer).
+    pub fn compact(&mut self, ui: &mut dyn Ui, cancel: &AtomicBool) -> TurnEnd {
+        let client = match &self.client {
+            Ok(client) => Arc::clone(client),
+            Err(why) => {
+                ui.error(why);
+                return TurnEnd::NotConfigured;
+            }
+        };
+        if self.messages.is_empty() {
+            ui.notice("Nothing to compact yet.");
+            return TurnEnd::Answered;
+        }
+        let mut messages = self.messages.clone();
+        messages.push(Message::User {
+            text: COMPACT_REQUEST.to_string(),
+        });
+        ui.waiting("summarising the conversation");
+        let request = Request {
+            system: self.system.clone(),
+            messages,
+            // No tools: the answer must be the summary itself.
+            tools: Value::Array(vec![]),
+        };
+        let result = stream_cancellable(
+            &client,
+            request,
+            &mut |_| {},
+            &mut |notice| ui.notice(notice),
+            cancel,
+        );
+        ui.end_text();
+        match result {
+            Ok(reply) if !reply.text.trim().is_empty() => {
+                if let Some(usage) = &reply.usage {
+                    ui.usage(usage);
+                }
+                let before = self.messages.len();
+                self.messages = vec![
+                    Message::User {
+                        text: COMPACT_REQUEST.to_string(),
+                    },
+                    Message::Assistant {
+                        text: reply.text.clone(),
+                        tool_calls: vec![],
+                    },
+                ];
+                self.log(
+                    Entry::Compact {
+                        request: COMPACT_REQUEST.to_string(),
+                        summary: reply.text,
+                    },
+                    ui,
+                );
+                ui.notice(&format!(
+                    "Compacted {before} messages into a summary; the conversation goes on from it."
+                ));
+                TurnEnd::Answered
+            }
+            Ok(_) => self.failed(&*client, ModelError::Empty, ui),
+            Err(error) => self.failed(&*client, error, ui),
+        }
     }
 
     /// The session's id, once its file exists.
@@ -282,6 +402,9 @@ impl Conversation {
                 cancel,
             );
             ui.end_text();
+            if let Ok(Some(usage)) = result.as_ref().map(|r| r.usage) {
+                ui.usage(&usage);
+            }
             let reply = match result {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -390,9 +513,13 @@ impl Conversation {
                     );
                 }
                 self.messages.push(Message::Tool { results });
-                let text = format!(
-                    "Stopped after {limit} tool rounds (--max-tool-rounds); send a message to let the model go on."
-                );
+                let text = if self.one_shot {
+                    format!("Stopped after {limit} tool rounds (raise --max-tool-rounds to allow more).")
+                } else {
+                    format!(
+                        "Stopped after {limit} tool rounds (--max-tool-rounds); send a message to let the model go on."
+                    )
+                };
                 ui.notice(&text);
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::RoundLimit;
@@ -404,7 +531,9 @@ impl Conversation {
             let results = self.run_calls(&calls, preset, strict, host, ui, cancel);
             self.messages.push(Message::Tool { results });
             if cancel.load(Ordering::SeqCst) {
-                let text = "Interrupted: the running tools were stopped.".to_string();
+                let text = "Cancelled by you: the running tools were stopped; the model is told, \
+                            with the output they had written."
+                    .to_string();
                 ui.notice(&text);
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::Cancelled;
@@ -510,13 +639,21 @@ impl Conversation {
             })
             .collect();
         std::thread::scope(|scope| {
+            enum Progress {
+                Output(usize, Vec<u8>),
+                Done(usize, Box<CallOutcome>),
+            }
             let (tx, rx) = mpsc::channel();
             for &index in indices {
                 let (call, arguments) = (&calls[index], &arguments[index]);
                 let tx = tx.clone();
                 scope.spawn(move || {
-                    let outcome = host.call(&call.name, arguments, Some(cancel));
-                    let _ = tx.send((index, outcome));
+                    let output = tx.clone();
+                    let watch: Watch = Box::new(move |piece: &[u8]| {
+                        let _ = output.send(Progress::Output(index, piece.to_vec()));
+                    });
+                    let outcome = host.call_watched(&call.name, arguments, Some(cancel), watch);
+                    let _ = tx.send(Progress::Done(index, Box::new(outcome)));
                 });
             }
             drop(tx);
@@ -526,7 +663,14 @@ impl Conversation {
             };
             ui.waiting(&label);
             let mut running = indices.len();
-            for (index, mut outcome) in rx {
+            for progress in rx {
+                let (index, mut outcome) = match progress {
+                    Progress::Output(index, piece) => {
+                        ui.tool_output(&calls[index], &piece);
+                        continue;
+                    }
+                    Progress::Done(index, outcome) => (index, *outcome),
+                };
                 let call = &calls[index];
                 // A call that failed inside the sandbox may, if the person
                 // says so at the prompt, run again outside it.
@@ -593,7 +737,14 @@ impl Conversation {
 
     fn failed(&mut self, client: &dyn ModelClient, error: ModelError, ui: &mut dyn Ui) -> TurnEnd {
         let (text, end) = match error {
-            ModelError::Cancelled => ("Interrupted.".to_string(), TurnEnd::Cancelled),
+            ModelError::Cancelled => (
+                "Cancelled by you: the request was stopped.".to_string(),
+                TurnEnd::Cancelled,
+            ),
+            e if self.one_shot => (
+                format!("{} ({}): {e}.", client.provider(), client.model()),
+                TurnEnd::Failed,
+            ),
             e => (
                 format!(
                     "{} ({}): {e}. The conversation is kept; send another message to go on.",
@@ -656,6 +807,9 @@ impl Conversation {
                 time,
                 provider,
                 model,
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
             })?;
             *started = true;
         }
@@ -1390,6 +1544,45 @@ mod tests {
         assert_eq!(
             types,
             ["start", "user", "assistant", "tool_result", "assistant"]
+        );
+    }
+
+    #[test]
+    fn compact_goes_on_from_the_summary_and_clear_from_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Scripted::new(vec![text("first answer"), text("SUMMARY"), text("after")]);
+        let mut c = conversation(&model, 25).with_new_session(dir.path().to_path_buf());
+        let mut ui = Record::default();
+        let cancel = AtomicBool::new(false);
+        c.send("one", &host(), &mut ui, &cancel);
+        assert_eq!(c.compact(&mut ui, &cancel), TurnEnd::Answered);
+        // The summary request went without tools, after the conversation.
+        let seen = model.seen.lock().unwrap()[1].clone();
+        assert_eq!(seen.tools, json!([]));
+        assert_eq!(seen.messages.len(), 3);
+        assert_eq!(
+            c.messages(),
+            [
+                Message::User {
+                    text: COMPACT_REQUEST.into()
+                },
+                Message::Assistant {
+                    text: "SUMMARY".into(),
+                    tool_calls: vec![]
+                }
+            ]
+        );
+        c.send("two", &host(), &mut ui, &cancel);
+        assert_eq!(model.seen.lock().unwrap()[2].messages.len(), 3);
+        let (_, replayed) = Session::resume(dir.path(), None).unwrap();
+        assert_eq!(replayed, c.messages());
+        assert!(c.session_id().is_some());
+        c.clear();
+        assert!(c.messages().is_empty());
+        assert_eq!(
+            c.session_id(),
+            None,
+            "a new session is made at its first entry"
         );
     }
 

@@ -1,7 +1,8 @@
-//! `ikigai` without a subcommand: the assistant (issue 5). Chooses the
-//! model, builds the system prompt, opens or resumes the session log, and
-//! runs the conversation the way it was asked for: `-p MESSAGE` once,
-//! lines from a non-terminal stdin one by one, or the interactive prompt.
+//! `ikigai` without a subcommand: the assistant. Chooses the model, builds
+//! the system prompt, opens or resumes the session log (showing the last
+//! exchanges of a resumed one), and runs the conversation the way it was
+//! asked for: `-p MESSAGE` once, lines from a non-terminal stdin one by
+//! one, or the interactive prompt.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,9 +23,11 @@ use crate::tool::Env;
 pub mod approval;
 pub mod commands;
 pub mod conversation;
+pub mod cost;
 pub mod for_model;
 pub mod keys;
 pub mod model;
+pub mod render;
 pub mod schedule;
 pub mod session;
 pub mod terminal;
@@ -147,6 +150,14 @@ pub fn main(
         }),
         policy,
     };
+    if let Some(note) = crate::host::no_tool_directory(&settings) {
+        let style = Style::for_stream(std::io::stderr().is_terminal());
+        eprintln!("{}", style.dim_yellow(&format!("warning: {note}")));
+    }
+    // Our bash copies its command's output to stderr as it runs, so the
+    // terminal shows it live and a call stopped by Ctrl-C keeps it. Set
+    // before any thread starts, for every tool this process runs.
+    std::env::set_var(crate::tools::bash::PROGRESS_VAR, "stderr");
     let tools = tool_host::Tools::start(settings);
     run(options, &tools, &mut &tools)
 }
@@ -195,6 +206,10 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
                 .model_output
                 .unwrap_or(for_model::DEFAULT_MODEL_OUTPUT),
         );
+    if options.prompt.is_some() {
+        conversation = conversation.one_shot();
+    }
+    let mut resumed = false;
     match (sessions_dir(&env), &options.resume) {
         (Some(dir), None) => conversation = conversation.with_new_session(dir),
         (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {
@@ -208,6 +223,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
                     ))
                 );
                 conversation = conversation.with_history(history).with_session(session);
+                resumed = true;
             }
             Err(e) => {
                 eprintln!("ikigai: {e:#}");
@@ -259,9 +275,14 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         .map(|id| format!(" · session {id}"))
         .unwrap_or_default();
     eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
+    if resumed {
+        terminal::show_history(conversation.messages(), terminal::EXCHANGES_SHOWN);
+    }
     eprintln!(
         "{}",
-        style.dim("Type a message; /help lists commands; Ctrl-D leaves.")
+        style.dim(
+            "Type a message (a line ending in \\ goes on); /help lists commands; Ctrl-D leaves."
+        )
     );
     let history = sessions_dir(&env).and_then(|d| d.parent().map(|p| p.join("history")));
     match terminal::interactive(&mut conversation, host, commands, history) {

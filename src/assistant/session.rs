@@ -29,6 +29,10 @@ pub enum Entry {
         time: u64,
         provider: String,
         model: String,
+        /// The directory the assistant ran in (`/sessions` lists a
+        /// directory's own sessions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
     },
     User {
         text: String,
@@ -52,6 +56,12 @@ pub enum Entry {
     Notice {
         text: String,
     },
+    /// `/compact`: the conversation before this line is replaced by this
+    /// request and the model's summary.
+    Compact {
+        request: String,
+        summary: String,
+    },
 }
 
 pub struct Session {
@@ -64,7 +74,7 @@ pub struct Session {
 /// directory, which also holds the prompt history) mode 0700, creating them
 /// if needed: conversations hold what the user and the tools said, which is
 /// for the user alone. Files in them are created 0600.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -132,18 +142,7 @@ impl Session {
                 latest(dir)?.ok_or_else(|| anyhow!("no session to resume in {}", dir.display()))?
             }
         };
-        let reader = BufReader::new(
-            File::open(&path).with_context(|| format!("cannot read {}", path.display()))?,
-        );
-        let mut entries = Vec::new();
-        for line in reader.lines() {
-            let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-            // A line torn by a crash, or one a later version wrote: skipped,
-            // the rest still counts.
-            if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
-                entries.push(entry);
-            }
-        }
+        let entries = read_entries(&path)?;
         let mut file = OpenOptions::new()
             .append(true)
             .open(&path)
@@ -181,6 +180,80 @@ impl Session {
             .and_then(|_| self.file.flush())
             .with_context(|| format!("cannot write the session log {}", self.path.display()))
     }
+}
+
+/// Every entry of a session file. A line torn by a crash, or one a later
+/// version wrote, is skipped; the rest still counts.
+fn read_entries(path: &Path) -> Result<Vec<Entry>> {
+    let reader = BufReader::new(
+        File::open(path).with_context(|| format!("cannot read {}", path.display()))?,
+    );
+    let mut entries = Vec::new();
+    for line in reader.lines() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if let Ok(entry) = serde_json::from_str::<Entry>(&line) {
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
+}
+
+/// One session as `/sessions` lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub id: String,
+    pub modified: SystemTime,
+    /// The person's messages in it.
+    pub messages: usize,
+    /// The first of them.
+    pub first: String,
+}
+
+/// The sessions in `dir` that ran in the directory `cwd`, newest first.
+pub fn list(dir: &Path, cwd: &Path) -> Result<Vec<Summary>> {
+    let listing = match std::fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    let cwd = cwd.to_string_lossy();
+    let mut found = Vec::new();
+    for entry in listing.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let (Ok(modified), Ok(entries)) = (
+            entry.metadata().and_then(|m| m.modified()),
+            read_entries(&path),
+        ) else {
+            continue;
+        };
+        let here = entries
+            .iter()
+            .any(|e| matches!(e, Entry::Start { cwd: Some(dir), .. } if *dir == cwd));
+        if !here {
+            continue;
+        }
+        let users: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        found.push(Summary {
+            id: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            modified,
+            messages: users.len(),
+            first: users.first().map(|t| t.to_string()).unwrap_or_default(),
+        });
+    }
+    found.sort_by(|a, b| (b.modified, &b.id).cmp(&(a.modified, &a.id)));
+    Ok(found)
 }
 
 /// The session file written last, if any.
@@ -273,6 +346,19 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                 name: name.clone(),
                 envelope: envelope.clone(),
             }),
+            Entry::Compact { request, summary } => {
+                open_calls.clear();
+                results.clear();
+                messages = vec![
+                    Message::User {
+                        text: request.clone(),
+                    },
+                    Message::Assistant {
+                        text: summary.clone(),
+                        tool_calls: vec![],
+                    },
+                ];
+            }
             Entry::Start { .. } | Entry::Notice { .. } => {}
         }
     }
@@ -332,6 +418,7 @@ mod tests {
                 time: 0,
                 provider: "stub".into(),
                 model: "stub".into(),
+                cwd: None,
             },
             Entry::User { text: "hi".into() },
             Entry::Assistant {
@@ -428,6 +515,52 @@ mod tests {
         assert!(err.to_string().contains("no session 'nope'"), "{err}");
         let empty = tempfile::tempdir().unwrap();
         assert!(Session::resume(empty.path(), None).is_err());
+    }
+
+    #[test]
+    fn list_shows_this_directorys_sessions_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = |cwd: &str| Entry::Start {
+            id: String::new(),
+            time: 0,
+            provider: "stub".into(),
+            model: "stub".into(),
+            cwd: Some(cwd.into()),
+        };
+        let mut old = Session::create(dir.path()).unwrap();
+        old.append(&start("/work")).unwrap();
+        old.append(&Entry::User {
+            text: "first".into(),
+        })
+        .unwrap();
+        old.append(&Entry::User {
+            text: "second".into(),
+        })
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut elsewhere = Session::create(dir.path()).unwrap();
+        elsewhere.append(&start("/other")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut new = Session::create(dir.path()).unwrap();
+        new.append(&start("/work")).unwrap();
+        new.append(&Entry::Compact {
+            request: "r".into(),
+            summary: "s".into(),
+        })
+        .unwrap();
+        let listed = list(dir.path(), Path::new("/work")).unwrap();
+        let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, [new.id(), old.id()]);
+        assert_eq!((listed[1].messages, listed[1].first.as_str()), (2, "first"));
+        let (_, messages) = Session::resume(dir.path(), Some(new.id())).unwrap();
+        assert_eq!(
+            messages.len(),
+            2,
+            "a compacted session resumes from its summary"
+        );
+        assert!(list(&dir.path().join("none"), Path::new("/"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

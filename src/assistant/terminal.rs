@@ -1,30 +1,48 @@
-//! What the person sees and types (issue 5, "The loop"): the prompt with
-//! line editing and history (rustyline), the streamed reply on stdout, tool
-//! calls and their outcomes on stderr, a spinner while a tool or the model
-//! works, `config_required` events in dim yellow, and Ctrl-C, which stops
-//! the running request or tool and comes back to the prompt (at an empty
-//! prompt, like Ctrl-D, it leaves). Colours follow `NO_COLOR` and are off
-//! for a stream that is not a terminal. Lines from a non-terminal stdin are
-//! handled one by one, commands and messages alike.
+//! What the person sees and types: the prompt with line editing, history
+//! and multi-line input (rustyline); the reply streamed on stdout as
+//! rendered markdown; tool calls on stderr, each with its running output
+//! (the last lines, folded into the call's line when it ends), a line in
+//! words when done, and the diff of a file it changed; a spinner while
+//! the model or a tool works; a status line of tokens and cost after each
+//! reply; `config_required` events in dim yellow. Ctrl-C stops the running
+//! request or tool; at an empty prompt it says how to leave, and a second
+//! one within two seconds leaves. Colours follow `NO_COLOR` and are off for
+//! a stream that is not a terminal; a reply written to a pipe is the
+//! model's markdown exactly. Lines from a non-terminal stdin are handled
+//! one by one, commands and messages alike.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
+use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{
-    Cmd, ConditionalEventHandler, Event, EventContext, EventHandler, KeyEvent, Movement,
-    RepeatCount,
+    Cmd, ConditionalEventHandler, Editor, Event, EventContext, EventHandler, Helper, KeyEvent,
+    Movement, RepeatCount,
 };
 use serde_json::Value;
 
-use super::conversation::{short_call, short_outcome, Conversation, ToolHost, TurnEnd, Ui};
-use super::model::ToolCall;
+use super::commands::CONVERSATION_COMMANDS;
+use super::conversation::{short_call, Conversation, ToolHost, TurnEnd, Ui};
+use super::cost::{self, Meter};
+use super::keys;
+use super::model::{Message, ToolCall, Usage};
+use super::render::calls::{self, Before};
+use super::render::markdown::{self, Form, Markdown};
+use super::render::{self, Paint};
+use super::session::{self, sessions_dir, Session};
 use crate::host::call::CallOutcome;
 use crate::host::signals;
+use crate::host::text::clip;
+use crate::tool::Env;
 
 /// Slash commands (/tool, /refresh, /help, /quit), run by the host.
 pub trait Commands {
@@ -38,62 +56,86 @@ pub struct Style {
     on: bool,
 }
 
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
 impl Style {
     pub fn for_stream(is_terminal: bool) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
-            on: is_terminal && !no_color,
+            on: is_terminal && !no_color(),
         }
     }
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+    pub fn paint(self) -> Paint {
+        Paint { on: self.on }
+    }
+    fn sgr(self, code: &str, text: &str) -> String {
+        self.paint().sgr(code, text)
     }
     pub fn dim(self, text: &str) -> String {
-        self.paint("2", text)
+        self.sgr("2", text)
     }
     pub fn dim_yellow(self, text: &str) -> String {
-        self.paint("2;33", text)
+        self.sgr("2;33", text)
     }
     pub fn red(self, text: &str) -> String {
-        self.paint("31", text)
+        self.sgr("31", text)
     }
     pub fn green(self, text: &str) -> String {
-        self.paint("32", text)
+        self.sgr("32", text)
     }
     pub fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
+        self.sgr("36", text)
     }
     pub fn bold(self, text: &str) -> String {
-        self.paint("1", text)
+        self.sgr("1", text)
+    }
+}
+
+/// How the reply is drawn on stdout: rendered on a terminal (without colour
+/// under `NO_COLOR`), the model's text as it is anywhere else.
+fn reply_form() -> Form {
+    if !std::io::stdout().is_terminal() {
+        Form::Raw
+    } else if no_color() {
+        Form::Plain
+    } else {
+        Form::Colour
     }
 }
 
 /// A spinner on stderr, drawn by its own thread while something runs.
+/// Stopping it is immediate (the thread waits on a channel, not a sleep),
+/// so a reply streaming line by line is never held up by it.
 struct Spinner {
-    stop: Arc<AtomicBool>,
+    stop: mpsc::Sender<()>,
     thread: JoinHandle<()>,
 }
 
 impl Spinner {
-    fn start(label: &str, style: Style) -> Spinner {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+    /// Starts drawing after `delay`, so a pause shorter than that (between
+    /// two lines of a reply) shows no spinner at all.
+    fn start(label: &str, style: Style, delay: Duration) -> Spinner {
+        let (stop, stopped) = mpsc::channel::<()>();
         let label = label.to_string();
         let thread = std::thread::spawn(move || {
             const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+            if stopped.recv_timeout(delay) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
             let mut i = 0;
-            while !flag.load(Ordering::SeqCst) {
+            loop {
                 let mut err = std::io::stderr().lock();
                 let frame = format!("{} {label}", FRAMES[i % FRAMES.len()]);
                 let _ = write!(err, "\r\x1b[2K{}", style.dim(&frame));
                 let _ = err.flush();
                 drop(err);
                 i += 1;
-                std::thread::sleep(Duration::from_millis(80));
+                if stopped.recv_timeout(Duration::from_millis(80))
+                    != Err(mpsc::RecvTimeoutError::Timeout)
+                {
+                    break;
+                }
             }
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         });
@@ -101,31 +143,139 @@ impl Spinner {
     }
 
     fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.stop.send(());
         let _ = self.thread.join();
     }
+}
+
+/// The spinner's label while a reply pauses between two parts.
+const WRITING: &str = "writing";
+
+/// Lines of a running call's output shown under its call line.
+const LIVE_LINES: usize = 5;
+/// At most this often is the live output redrawn.
+const LIVE_REDRAW: Duration = Duration::from_millis(50);
+/// Two Ctrl-C at an empty prompt within this time leave.
+const LEAVE_WINDOW: Duration = Duration::from_secs(2);
+
+/// The tail of the running calls' output, drawn under the call lines.
+#[derive(Default)]
+struct Live {
+    lines: VecDeque<String>,
+    partial: String,
+    /// Lines on the screen now, to be drawn over.
+    drawn: usize,
+    last_draw: Option<Instant>,
+}
+
+impl Live {
+    fn push(&mut self, piece: &[u8]) {
+        self.partial.push_str(&String::from_utf8_lossy(piece));
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            self.lines.push_back(printable(&line));
+            if self.lines.len() > LIVE_LINES {
+                self.lines.pop_front();
+            }
+        }
+    }
+
+    /// The lines to show: the complete ones and the one being written.
+    fn shown(&self) -> Vec<String> {
+        let mut shown: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.partial.is_empty() {
+            shown.push(printable(&self.partial));
+        }
+        let skip = shown.len().saturating_sub(LIVE_LINES);
+        shown.split_off(skip)
+    }
+}
+
+/// A line of a program's output as plain text: what follows its last
+/// carriage return (a progress bar's latest state), without escape
+/// sequences or control characters, tabs as spaces.
+fn printable(line: &str) -> String {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let line = line.rsplit('\r').next().unwrap_or(line);
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\t' => out.push_str("    "),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` cut to `max` columns.
+fn clip_columns(text: &str, max: usize) -> String {
+    if render::width(text) <= max {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
 }
 
 /// The `Ui` of a terminal or of pipes: the reply on stdout, the rest on
 /// stderr.
 pub struct TermUi {
-    out: Style,
     err: Style,
-    spinner_allowed: bool,
+    err_tty: bool,
     spinner: Option<Spinner>,
     /// Whether stdout is at the start of a line.
     at_line_start: bool,
+    markdown: Markdown,
+    form: Form,
+    width: usize,
+    live: Live,
+    /// Files as they were before the running file_write/file_edit calls.
+    before: Vec<(String, Before)>,
+    /// The tokens of the message under way.
+    turn: Option<Usage>,
+    meter: Meter,
 }
 
 impl TermUi {
     pub fn new() -> TermUi {
-        let stderr_tty = std::io::stderr().is_terminal();
+        let err_tty = std::io::stderr().is_terminal();
+        let form = reply_form();
+        if form == Form::Colour {
+            super::render::highlight::warm_up();
+        }
+        let width = render::terminal_width();
         TermUi {
-            out: Style::for_stream(std::io::stdout().is_terminal()),
-            err: Style::for_stream(stderr_tty),
-            spinner_allowed: stderr_tty,
+            err: Style::for_stream(err_tty),
+            err_tty,
             spinner: None,
             at_line_start: true,
+            markdown: Markdown::new(form, width),
+            form,
+            width,
+            live: Live::default(),
+            before: Vec::new(),
+            turn: None,
+            meter: Meter::default(),
         }
     }
 
@@ -138,6 +288,7 @@ impl TermUi {
     /// A line on stderr, after ending any half-written reply line.
     fn line(&mut self, text: &str) {
         self.quiet();
+        self.clear_live();
         if !self.at_line_start {
             say("\n");
             self.at_line_start = true;
@@ -146,8 +297,51 @@ impl TermUi {
         let _ = writeln!(err, "{text}");
     }
 
-    pub fn style(&self) -> Style {
-        self.out
+    fn draw_live(&mut self) {
+        let shown = self.live.shown();
+        let mut err = std::io::stderr().lock();
+        if self.live.drawn > 0 {
+            // Back to the first drawn line, and clear from there down.
+            let _ = write!(err, "\x1b[{}F\x1b[J", self.live.drawn);
+        }
+        for line in &shown {
+            let line = clip_columns(line, self.width.saturating_sub(6).max(10));
+            let _ = writeln!(err, "  {}", self.err.dim(&format!("│ {line}")));
+        }
+        let _ = err.flush();
+        self.live.drawn = shown.len();
+        self.live.last_draw = Some(Instant::now());
+    }
+
+    fn clear_live(&mut self) {
+        if self.live.drawn > 0 {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\x1b[{}F\x1b[J", self.live.drawn);
+            let _ = err.flush();
+            self.live.drawn = 0;
+        }
+    }
+
+    /// After a message: its tokens and their cost, when the provider said.
+    fn status(&mut self, model: Option<&str>) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        let model = model.unwrap_or("");
+        let cost = self.meter.add(model, turn);
+        let mut text = format!(
+            "{} in · {} out",
+            cost::count(turn.input_tokens),
+            cost::count(turn.output_tokens)
+        );
+        if let Some(cost) = cost {
+            text += &format!(" · {}", cost::dollars(cost));
+            if self.meter.cost > cost {
+                text += &format!(" ({} since start)", cost::dollars(self.meter.cost));
+            }
+        }
+        let text = self.err.dim(&text);
+        self.line(&text);
     }
 }
 
@@ -159,20 +353,41 @@ impl Default for TermUi {
 
 impl Ui for TermUi {
     fn waiting(&mut self, what: &str) {
-        if self.spinner_allowed {
+        if self.err_tty && self.live.drawn == 0 {
             self.quiet();
-            self.spinner = Some(Spinner::start(what, self.err));
+            // Between two parts of a reply, a spinner only if it pauses.
+            let delay = if what == WRITING {
+                Duration::from_millis(300)
+            } else {
+                Duration::ZERO
+            };
+            self.spinner = Some(Spinner::start(what, self.err, delay));
         }
     }
 
     fn text(&mut self, piece: &str) {
-        self.quiet();
-        say(piece);
-        self.at_line_start = piece.ends_with('\n');
+        let drawn = self.markdown.push(piece);
+        if self.form == Form::Raw {
+            self.quiet();
+        }
+        if !drawn.is_empty() {
+            self.quiet();
+            say(&drawn);
+            self.at_line_start = drawn.ends_with('\n');
+            if self.form != Form::Raw {
+                // The next block is still coming in.
+                self.waiting(WRITING);
+            }
+        }
     }
 
     fn end_text(&mut self) {
         self.quiet();
+        let rest = self.markdown.finish();
+        if !rest.is_empty() {
+            say(&rest);
+            self.at_line_start = rest.ends_with('\n');
+        }
         if !self.at_line_start {
             say("\n");
             self.at_line_start = true;
@@ -180,26 +395,73 @@ impl Ui for TermUi {
     }
 
     fn tool_call(&mut self, call: &ToolCall) {
+        if let Some(before) = calls::before(call) {
+            self.before.push((call.id.clone(), before));
+        }
         let text = format!(
             "{} {}",
             self.err.cyan("→"),
-            self.err.bold(&short_call(call, 100))
+            // One line on the screen: the arrow and a space take two columns.
+            self.err
+                .bold(&short_call(call, self.width.saturating_sub(2).min(100)))
         );
         self.line(&text);
     }
 
+    fn tool_output(&mut self, _call: &ToolCall, output: &[u8]) {
+        if !self.err_tty {
+            return;
+        }
+        self.live.push(output);
+        let due = self
+            .live
+            .last_draw
+            .is_none_or(|t| t.elapsed() >= LIVE_REDRAW);
+        if due {
+            self.quiet();
+            self.draw_live();
+        }
+    }
+
     fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome) {
-        let (ok, summary) = short_outcome(outcome, 100);
-        let mark = if ok {
-            self.err.green("✓")
+        self.clear_live();
+        self.live = Live::default();
+        let before = self
+            .before
+            .iter()
+            .position(|(id, _)| *id == call.id)
+            .map(|at| self.before.remove(at).1);
+        let account = calls::account(call, outcome, before.as_ref(), self.err.paint(), "    ");
+        let text = if account.ok {
+            format!("{} {}", self.err.green("✓"), account.line)
         } else {
-            self.err.red("✗")
+            let envelope = outcome.envelope.to_json();
+            let kept = envelope["error_code"] == "CANCELLED"
+                && [&envelope["stdout"], &envelope["stderr"]]
+                    .iter()
+                    .any(|v| v.as_str().is_some_and(|s| !s.is_empty()));
+            let note = if kept {
+                " (the output so far is kept for the model)"
+            } else {
+                ""
+            };
+            format!(
+                "{} {}",
+                self.err.red("✗"),
+                self.err.dim(&format!("{}{note}", account.line))
+            )
         };
-        let text = format!(
-            "{mark} {}",
-            self.err.dim(&format!("{}: {summary}", call.name))
-        );
         self.line(&text);
+        if let Some(diff) = account.diff {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(diff.as_bytes());
+        }
+    }
+
+    fn usage(&mut self, usage: &Usage) {
+        let turn = self.turn.get_or_insert_with(Usage::default);
+        turn.input_tokens += usage.input_tokens;
+        turn.output_tokens += usage.output_tokens;
     }
 
     fn event(&mut self, event: &Value) {
@@ -228,6 +490,13 @@ pub fn say(text: &str) {
     crate::out::print_out(text.as_bytes(), false);
 }
 
+/// Where a message comes from, for what is said after it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Interactive,
+    Lines,
+}
+
 /// A message or a command from the person, to completion.
 fn handle(
     line: &str,
@@ -235,14 +504,26 @@ fn handle(
     host: &dyn ToolHost,
     commands: &mut dyn Commands,
     ui: &mut TermUi,
+    mode: Mode,
 ) -> Step {
     let line = line.trim();
     if line.is_empty() {
         return Step::Continue(None);
     }
-    if line.starts_with('/') {
+    if let Some(body) = line.strip_prefix('/') {
         ui.quiet();
         let _ = std::io::stdout().flush();
+        let (name, args) = match body.split_once(char::is_whitespace) {
+            Some((name, args)) => (name, args.trim()),
+            None => (body, ""),
+        };
+        if CONVERSATION_COMMANDS.iter().any(|c| c.0 == name) {
+            let end = conversation_command(name, args, conversation, ui);
+            if mode == Mode::Interactive {
+                ui.status(conversation.client().map(|c| c.model()));
+            }
+            return Step::Continue(end);
+        }
         return if commands.run(line) {
             Step::Continue(None)
         } else {
@@ -250,6 +531,9 @@ fn handle(
         };
     }
     let end = signals::guarded(|cancel| conversation.send(line, host, ui, cancel));
+    if mode == Mode::Interactive {
+        ui.status(conversation.client().map(|c| c.model()));
+    }
     signals::end_if_signalled();
     Step::Continue(Some(end))
 }
@@ -259,7 +543,258 @@ enum Step {
     Leave,
 }
 
-/// Ctrl-C at the prompt: clears a line being typed, leaves at an empty one.
+/// `/clear`, `/compact`, `/model`, `/sessions`, `/resume`, `/cost`. Some
+/// end when the command could fail (so a script sees it in the exit code).
+fn conversation_command(
+    name: &str,
+    args: &str,
+    conversation: &mut Conversation,
+    ui: &mut TermUi,
+) -> Option<TurnEnd> {
+    let env = Env::from_process();
+    match name {
+        "clear" => {
+            conversation.clear();
+            ui.notice("Started a new conversation; the model sees nothing of the one before.");
+            None
+        }
+        "compact" => {
+            let end = signals::guarded(|cancel| conversation.compact(ui, cancel));
+            signals::end_if_signalled();
+            Some(end)
+        }
+        "model" => Some(switch_model(args, conversation, ui, &env)),
+        "cost" => {
+            let model = conversation.client().map(|c| c.model().to_string());
+            say(&format!(
+                "{}\n",
+                ui.meter.summary(model.as_deref().unwrap_or("(no model)"))
+            ));
+            None
+        }
+        "sessions" => {
+            list_sessions(conversation, ui, &env);
+            None
+        }
+        "resume" => Some(resume(args, conversation, ui, &env)),
+        _ => None,
+    }
+}
+
+/// `/model NAME`: `provider:model`, a provider alone (its default model),
+/// or a model, whose provider its name tells (claude-*, gemini-*, gpt-*).
+fn switch_model(
+    args: &str,
+    conversation: &mut Conversation,
+    ui: &mut TermUi,
+    env: &Env,
+) -> TurnEnd {
+    let current = conversation
+        .client()
+        .map(|c| (c.provider(), c.model().to_string()));
+    if args.is_empty() {
+        let text = match &current {
+            Some((p, m)) => format!("Model: {p} {m}. Switch with /model NAME (e.g. /model claude-sonnet-4-5, /model openai:gpt-4.1, /model google)."),
+            None => "No model is configured. /model NAME chooses one once its key is set.".into(),
+        };
+        say(&format!("{text}\n"));
+        return TurnEnd::Answered;
+    }
+    let (provider, model) = parse_model(args);
+    let provider = provider.or(current.as_ref().map(|c| c.0));
+    match keys::choose(provider, model, None, env) {
+        Ok(choice) => match choice.client {
+            Ok(client) => {
+                let text = format!("Now talking to {} {}.", client.provider(), client.model());
+                conversation.set_client(client);
+                ui.notice(&text);
+                TurnEnd::Answered
+            }
+            Err(why) => {
+                // The key's explanation, worded for a switch, not a message.
+                let why = why
+                    .replace("this message was not sent", "the model was not switched")
+                    .replace("then start ikigai again", "then /model again");
+                ui.error(&why);
+                TurnEnd::NotConfigured
+            }
+        },
+        Err(why) => {
+            ui.error(&why);
+            TurnEnd::Failed
+        }
+    }
+}
+
+fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
+    const PROVIDERS: &[&str] = &["openai", "anthropic", "google", "gemini", "stub"];
+    let known = |p: &str| {
+        PROVIDERS
+            .iter()
+            .copied()
+            .find(|k| k.eq_ignore_ascii_case(p))
+    };
+    if let Some((p, m)) = args.split_once([':', '/']) {
+        if let Some(p) = known(p) {
+            return (Some(p), Some(m.trim()).filter(|m| !m.is_empty()));
+        }
+    }
+    if let Some(p) = known(args) {
+        return (Some(p), None);
+    }
+    let lower = args.to_ascii_lowercase();
+    let provider = if lower.starts_with("claude") {
+        Some("anthropic")
+    } else if lower.starts_with("gemini") {
+        Some("google")
+    } else if ["gpt", "o1", "o3", "o4", "chatgpt"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        Some("openai")
+    } else {
+        None
+    };
+    (provider, Some(args))
+}
+
+fn list_sessions(conversation: &Conversation, ui: &mut TermUi, env: &Env) {
+    let (Some(dir), Ok(cwd)) = (sessions_dir(env), std::env::current_dir()) else {
+        ui.error("no sessions directory: neither XDG_DATA_HOME nor HOME is set");
+        return;
+    };
+    match session::list(&dir, &cwd) {
+        Ok(list) if list.is_empty() => say("No sessions in this directory yet.\n"),
+        Ok(list) => {
+            let now = SystemTime::now();
+            let mut text = String::from("Sessions in this directory, newest first:\n");
+            for s in &list {
+                let mark = if conversation.session_id() == Some(s.id.as_str()) {
+                    "*"
+                } else {
+                    " "
+                };
+                let first = clip(&s.first.replace('\n', " "), 50);
+                text += &format!(
+                    "{mark} {}  {:>10}  {:>3} messages  {first}\n",
+                    s.id,
+                    ago(now, s.modified),
+                    s.messages
+                );
+            }
+            text += "Continue one with /resume ID.\n";
+            say(&text);
+        }
+        Err(e) => ui.error(&format!("{e:#}")),
+    }
+}
+
+/// "5 min ago", in the largest unit that fits.
+fn ago(now: SystemTime, then: SystemTime) -> String {
+    let secs = now.duration_since(then).map_or(0, |d| d.as_secs());
+    match secs {
+        0..60 => "just now".into(),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}
+
+fn resume(args: &str, conversation: &mut Conversation, ui: &mut TermUi, env: &Env) -> TurnEnd {
+    let Some(dir) = sessions_dir(env) else {
+        ui.error("cannot resume: neither XDG_DATA_HOME nor HOME is set");
+        return TurnEnd::Failed;
+    };
+    if args.is_empty() {
+        ui.error("/resume needs a session ID; /sessions lists them");
+        return TurnEnd::Failed;
+    }
+    match Session::resume(&dir, Some(args)) {
+        Ok((session, history)) => {
+            ui.notice(&format!(
+                "Resumed session {} ({} messages).",
+                session.id(),
+                history.len()
+            ));
+            show_history(&history, EXCHANGES_SHOWN);
+            conversation.switch_session(session, history);
+            TurnEnd::Answered
+        }
+        Err(e) => {
+            ui.error(&format!("{e:#}"));
+            TurnEnd::Failed
+        }
+    }
+}
+
+/// Exchanges of a resumed session shown before the prompt.
+pub const EXCHANGES_SHOWN: usize = 3;
+
+/// The last `exchanges` messages of the person and what followed each,
+/// as they were shown: the message, the reply rendered, each tool call and
+/// whether it worked.
+pub fn show_history(messages: &[Message], exchanges: usize) {
+    let form = reply_form();
+    let paint = Style::for_stream(std::io::stdout().is_terminal());
+    let width = render::terminal_width();
+    let users: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| matches!(m, Message::User { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let from = users.len().checked_sub(exchanges).map_or(0, |k| users[k]);
+    let mut text = String::new();
+    if from > 0 {
+        text += &paint.dim(&format!("… {from} earlier messages\n"));
+    }
+    for message in &messages[from..] {
+        match message {
+            Message::User { text: said } => {
+                for (i, line) in said.lines().enumerate() {
+                    let lead = if i == 0 { "> " } else { "  " };
+                    text += &format!("{}{}\n", paint.bold(&paint.cyan(lead)), paint.bold(line));
+                }
+            }
+            Message::Assistant {
+                text: reply,
+                tool_calls,
+            } => {
+                if !reply.is_empty() {
+                    text += &markdown::render(reply, form, width);
+                }
+                for call in tool_calls {
+                    text += &format!(
+                        "{} {}\n",
+                        paint.cyan("→"),
+                        paint.dim(&short_call(call, 100))
+                    );
+                }
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    let line = if r.success() {
+                        format!("{} {}", paint.green("✓"), paint.dim(&r.name))
+                    } else {
+                        let code = r.envelope["error_code"].as_str().unwrap_or("failed");
+                        format!(
+                            "{} {}",
+                            paint.red("✗"),
+                            paint.dim(&format!("{}: {code}", r.name))
+                        )
+                    };
+                    text += &line;
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    text += &paint.dim("─── continue below ───\n");
+    say(&text);
+}
+
+/// Ctrl-C at the prompt: clears a line being typed; at an empty one it is
+/// an interrupt, which the loop counts.
 struct CtrlC;
 
 impl ConditionalEventHandler for CtrlC {
@@ -272,6 +807,33 @@ impl ConditionalEventHandler for CtrlC {
     }
 }
 
+/// The line editor's helper: a line ending in `\` goes on to the next.
+struct Input;
+
+impl Completer for Input {
+    type Candidate = String;
+}
+impl Hinter for Input {
+    type Hint = String;
+}
+impl Highlighter for Input {}
+impl Validator for Input {
+    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
+        Ok(if ctx.input().ends_with('\\') {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Valid(None)
+        })
+    }
+}
+impl Helper for Input {}
+
+/// The message typed: each `\` that ended a line removed, the line
+/// breaks kept.
+fn joined(input: &str) -> String {
+    input.replace("\\\n", "\n")
+}
+
 /// The interactive assistant at a terminal.
 pub fn interactive(
     conversation: &mut Conversation,
@@ -280,39 +842,61 @@ pub fn interactive(
     history: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let mut ui = TermUi::new();
-    let mut editor = rustyline::DefaultEditor::new()?;
+    let mut editor: Editor<Input, DefaultHistory> = Editor::new()?;
+    editor.set_helper(Some(Input));
     editor.bind_sequence(
         KeyEvent::ctrl('C'),
         EventHandler::Conditional(Box::new(CtrlC)),
     );
     if let Some(path) = &history {
         let _ = editor.load_history(path);
+        // The first run has no data directory yet; its history is kept too.
+        if let Some(dir) = path.parent() {
+            let _ = crate::assistant::session::private_dir(dir);
+        }
     }
-    let style = ui.style();
+    let style = ui.err;
     let prompt = ("> ".to_string(), style.bold(&style.cyan("> ")));
+    let mut interrupted: Option<Instant> = None;
     loop {
         match editor.readline(&prompt) {
-            Ok(line) => {
-                if !line.trim().is_empty() {
-                    let _ = editor.add_history_entry(line.as_str());
+            Ok(input) => {
+                interrupted = None;
+                if !input.trim().is_empty() {
+                    let _ = editor.add_history_entry(input.as_str());
                     if let Some(path) = &history {
                         // Saved at once, so a crash keeps what was typed.
                         let _ = editor.save_history(path);
                     }
                 }
-                if let Step::Leave = handle(&line, conversation, host, commands, &mut ui) {
+                let message = joined(&input);
+                if let Step::Leave = handle(
+                    &message,
+                    conversation,
+                    host,
+                    commands,
+                    &mut ui,
+                    Mode::Interactive,
+                ) {
                     break;
                 }
             }
-            Err(ReadlineError::Interrupted) | Err(ReadlineError::Eof) => break,
+            Err(ReadlineError::Interrupted) => {
+                if interrupted.is_some_and(|at| at.elapsed() < LEAVE_WINDOW) {
+                    break;
+                }
+                interrupted = Some(Instant::now());
+                ui.notice("Press Ctrl-C again to leave (or Ctrl-D, or /quit).");
+            }
+            Err(ReadlineError::Eof) => break,
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
-/// Lines from a non-terminal stdin, one by one. Ok(false) when a message
-/// failed, so scripts can tell.
+/// Lines from a non-terminal stdin, one by one (a line ending in `\` goes
+/// on to the next). Ok(false) when a message failed, so scripts can tell.
 pub fn lines(
     input: &mut dyn BufRead,
     conversation: &mut Conversation,
@@ -322,21 +906,30 @@ pub fn lines(
     let mut ui = TermUi::new();
     let mut all_ok = true;
     let mut line = Vec::new();
+    let mut message = String::new();
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
+        let at_end = input.read_until(b'\n', &mut line)? == 0;
+        if !at_end {
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\n', '\r']);
+            if let Some(start) = text.strip_suffix('\\') {
+                message.push_str(start);
+                message.push('\n');
+                continue;
+            }
+            message.push_str(text);
+        } else if message.is_empty() {
             break;
         }
-        match handle(
-            &String::from_utf8_lossy(&line),
-            conversation,
-            host,
-            commands,
-            &mut ui,
-        ) {
+        let whole = std::mem::take(&mut message);
+        match handle(&whole, conversation, host, commands, &mut ui, Mode::Lines) {
             Step::Leave => break,
             Step::Continue(Some(end)) if end != TurnEnd::Answered => all_ok = false,
             Step::Continue(_) => {}
+        }
+        if at_end {
+            break;
         }
     }
     Ok(all_ok)
@@ -348,4 +941,50 @@ pub fn one_shot(message: &str, conversation: &mut Conversation, host: &dyn ToolH
     let end = signals::guarded(|cancel| conversation.send(message, host, &mut ui, cancel));
     signals::end_if_signalled();
     end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_lines_as_plain_text() {
+        assert_eq!(printable("10%\r50%\r100%\n"), "100%");
+        assert_eq!(printable("\x1b[31mred\x1b[0m\tx\x07"), "red    x");
+        let mut live = Live::default();
+        live.push(b"1\n2\n3\n4\n5\n6\npart");
+        assert_eq!(live.shown(), ["3", "4", "5", "6", "part"]);
+        assert_eq!(clip_columns("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn model_names_find_their_provider() {
+        assert_eq!(
+            parse_model("claude-sonnet-4-5"),
+            (Some("anthropic"), Some("claude-sonnet-4-5"))
+        );
+        assert_eq!(
+            parse_model("openai:gpt-4.1-mini"),
+            (Some("openai"), Some("gpt-4.1-mini"))
+        );
+        assert_eq!(parse_model("google"), (Some("google"), None));
+        assert_eq!(
+            parse_model("gemini-2.5-pro"),
+            (Some("google"), Some("gemini-2.5-pro"))
+        );
+        assert_eq!(
+            parse_model("my-local-model"),
+            (None, Some("my-local-model"))
+        );
+        assert_eq!(parse_model("stub"), (Some("stub"), None));
+    }
+
+    #[test]
+    fn continued_lines_join_and_times_read_well() {
+        assert_eq!(joined("one \\\ntwo"), "one \ntwo");
+        let now = SystemTime::now();
+        assert_eq!(ago(now, now), "just now");
+        assert_eq!(ago(now, now - Duration::from_secs(300)), "5 min ago");
+        assert_eq!(ago(now, now - Duration::from_secs(7200)), "2 h ago");
+    }
 }

@@ -15,6 +15,7 @@ use super::commands::{self, Flow, HostState};
 use super::conversation::ToolHost;
 use super::terminal::{say, Commands};
 use crate::host::call::CallOutcome;
+use crate::host::child::Watch;
 use crate::host::format::{self, ToolFormat};
 use crate::host::registry::Registry;
 use crate::host::settings::Settings;
@@ -116,6 +117,25 @@ impl ToolHost for Tools {
     fn unsandboxed(&self) -> bool {
         let sandbox = &self.settings.sandbox;
         sandbox.mode.confines() && sandbox.unavailable.is_some()
+    }
+
+    fn call_watched(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+        watch: Watch,
+    ) -> CallOutcome {
+        self.with_registry(|s| {
+            crate::host::call::call_watched(
+                &s.registry,
+                name,
+                arguments,
+                &s.settings,
+                cancel,
+                Some(watch),
+            )
+        })
     }
 }
 

@@ -77,6 +77,18 @@ pub fn call(
     settings: &Settings,
     cancel: Option<&AtomicBool>,
 ) -> CallOutcome {
+    call_watched(registry, name, arguments, settings, cancel, None)
+}
+
+/// `call`, handing the tool's output to `watch` as it is read.
+pub fn call_watched(
+    registry: &Registry,
+    name: &str,
+    arguments: &Value,
+    settings: &Settings,
+    cancel: Option<&AtomicBool>,
+    watch: Option<child::Watch>,
+) -> CallOutcome {
     let limits = &settings.limits;
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
@@ -107,10 +119,13 @@ pub fn call(
     }
     let cmd = command(entry, &args, &fence, settings, contained);
     let spawned = Proc::start(cmd, input, limits.max_output, limits.max_output, contained);
-    let proc = match spawned {
+    let mut proc = match spawned {
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
     };
+    if let Some(watch) = watch {
+        proc.watch(watch);
+    }
     let (ending, finished) = run(proc, limits.timeout, cancel);
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);

@@ -109,6 +109,9 @@ pub struct Proc {
     pidfd: Option<OwnedFd>,
     pub out: Capture,
     pub err: Capture,
+    /// Sees every piece of output as it is read (the assistant shows a
+    /// running tool's output live).
+    watch: Option<Watch>,
     status: Option<ExitStatus>,
     exited_at: Option<Instant>,
     killed_at: Option<Instant>,
@@ -120,6 +123,9 @@ pub struct Proc {
     contained: bool,
     started: Instant,
 }
+
+/// An observer of a process's output as it is read.
+pub type Watch = Box<dyn FnMut(&[u8]) + Send>;
 
 /// What a finished process left.
 pub struct Finished {
@@ -201,6 +207,7 @@ impl Proc {
             stderr,
             out: Capture::new(out_cap),
             err: Capture::new(err_cap),
+            watch: None,
             status: None,
             exited_at: None,
             killed_at: None,
@@ -212,6 +219,11 @@ impl Proc {
             proc.stdin = None;
         }
         Ok(proc)
+    }
+
+    /// Hands each piece of stdout and stderr to `watch` as it is read.
+    pub fn watch(&mut self, watch: Watch) {
+        self.watch = Some(watch);
     }
 
     pub fn started(&self) -> Instant {
@@ -318,12 +330,12 @@ impl Proc {
         match pipe {
             Pipe::In => self.feed(revents),
             Pipe::Out => {
-                if drain(self.stdout.as_mut(), &mut self.out, buf) {
+                if drain(self.stdout.as_mut(), &mut self.out, buf, &mut self.watch) {
                     self.stdout = None;
                 }
             }
             Pipe::Err => {
-                if drain(self.stderr.as_mut(), &mut self.err, buf) {
+                if drain(self.stderr.as_mut(), &mut self.err, buf, &mut self.watch) {
                     self.stderr = None;
                 }
             }
@@ -401,7 +413,12 @@ impl Proc {
 }
 
 /// Reads what is there; true when the pipe is finished (end of file or error).
-fn drain<R: Read>(pipe: Option<&mut R>, into: &mut Capture, buf: &mut [u8]) -> bool {
+fn drain<R: Read>(
+    pipe: Option<&mut R>,
+    into: &mut Capture,
+    buf: &mut [u8],
+    watch: &mut Option<Watch>,
+) -> bool {
     let Some(pipe) = pipe else {
         return false;
     };
@@ -409,7 +426,12 @@ fn drain<R: Read>(pipe: Option<&mut R>, into: &mut Capture, buf: &mut [u8]) -> b
     for _ in 0..16 {
         match pipe.read(buf) {
             Ok(0) => return true,
-            Ok(n) => into.push(&buf[..n]),
+            Ok(n) => {
+                into.push(&buf[..n]);
+                if let Some(watch) = watch {
+                    watch(&buf[..n]);
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
             Err(_) => return true,

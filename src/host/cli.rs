@@ -212,6 +212,71 @@ pub fn parse_max_output_tokens(text: &str) -> Result<u64, String> {
     }
 }
 
+/// Options that take a value: a `-h` after one of them is that value.
+const TAKES_VALUE: &[&str] = &[
+    "--libexec-dir",
+    "--tools-dir",
+    "--timeout",
+    "--max-output",
+    "--sandbox",
+    "--add-dir",
+    "--provider",
+    "--model",
+    "--max-output-tokens",
+    "-p",
+    "--prompt",
+    "--max-tool-rounds",
+    "--approval",
+    "--allow",
+    "--deny",
+    "--model-output",
+];
+
+/// `-h` as `--help`, which is all argh knows, wherever it is not an
+/// option's value.
+pub fn short_help(args: Vec<String>) -> Vec<String> {
+    let mut previous = String::new();
+    args.into_iter()
+        .map(|arg| {
+            let arg = if arg == "-h" && !TAKES_VALUE.contains(&previous.as_str()) {
+                "--help".to_string()
+            } else {
+                arg
+            };
+            previous.clone_from(&arg);
+            arg
+        })
+        .collect()
+}
+
+/// " Did you mean ...?" for argh's "Unrecognized argument: X": the nearest
+/// subcommand for a word, the nearest option (as `--help` lists them, so
+/// every option counts) for a flag; empty when nothing is close.
+pub fn suggestion(error: &str) -> String {
+    let Some(typed) = error.strip_prefix("Unrecognized argument: ") else {
+        return String::new();
+    };
+    let hint = if typed.starts_with('-') {
+        let help = match Ikigai::from_args(&["ikigai"], &["--help"]) {
+            Err(exit) => exit.output,
+            Ok(_) => return String::new(),
+        };
+        let options: Vec<&str> = help
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .collect();
+        crate::suggest::did_you_mean(typed, options)
+    } else {
+        // A word where a subcommand goes.
+        crate::suggest::did_you_mean(typed, SUBCOMMANDS.iter().copied())
+    };
+    if hint.is_empty() {
+        hint
+    } else {
+        format!(".{hint}")
+    }
+}
+
 /// Takes the optional ID of `--resume [ID]` out of `args` (argh cannot say
 /// "optional value"), leaving the switch: the argument after `--resume` is
 /// its ID unless it is a flag or one of `subcommands`.
@@ -262,5 +327,44 @@ mod tests {
         assert_eq!(take("--resume tools"), (words("--resume tools"), None));
         assert_eq!(take("-p x"), (words("-p x"), None));
         assert_eq!(take("-- --resume x"), (words("-- --resume x"), None));
+    }
+
+    #[test]
+    fn short_help_is_help_except_as_a_value() {
+        assert_eq!(short_help(words("-h")), words("--help"));
+        assert_eq!(short_help(words("call -h")), words("call --help"));
+        assert_eq!(short_help(words("-p -h")), words("-p -h"));
+    }
+
+    #[test]
+    fn suggestions_for_subcommands_and_options() {
+        assert_eq!(
+            suggestion("Unrecognized argument: toosl"),
+            ". Did you mean 'tools'?"
+        );
+        assert_eq!(
+            suggestion("Unrecognized argument: --modle"),
+            ". Did you mean '--model'?"
+        );
+        assert_eq!(suggestion("Unrecognized argument: zzzzzz"), "");
+        assert_eq!(suggestion("Required positional arguments not provided"), "");
+    }
+
+    #[test]
+    fn every_option_with_a_value_is_known_to_short_help() {
+        let Err(exit) = Ikigai::from_args(&["ikigai"], &["--help"]) else {
+            panic!("--help parsed");
+        };
+        // The usage line: `[--timeout <SECONDS>]` for each option with a value.
+        let usage = exit.output.lines().next().unwrap_or_default();
+        let with_value: Vec<&str> = usage
+            .split('[')
+            .filter_map(|part| part.split_once(" <"))
+            .map(|(flag, _)| flag)
+            .collect();
+        assert!(with_value.len() > 10, "{usage}");
+        for flag in with_value {
+            assert!(TAKES_VALUE.contains(&flag), "{flag} takes a value");
+        }
     }
 }

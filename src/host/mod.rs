@@ -16,7 +16,7 @@
 //!   (`commands.rs`).
 
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
 
 use argh::FromArgs;
@@ -66,6 +66,11 @@ pub fn main(args: Vec<OsString>) -> Start {
         }
     }
     // `--resume` takes an optional ID, which argh cannot say.
+    if matches!(words.first().map(String::as_str), Some("--version" | "-V")) {
+        say(&format!("ikigai {}", env!("CARGO_PKG_VERSION")));
+        return Start::Done(ExitCode::SUCCESS);
+    }
+    let words = cli::short_help(words);
     let (words, resume_id) = cli::take_resume_id(words, cli::SUBCOMMANDS);
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let cli = match Ikigai::from_args(&["ikigai"], &words) {
@@ -76,7 +81,11 @@ pub fn main(args: Vec<OsString>) -> Start {
                     crate::out::print_out(exit.output.as_bytes(), false);
                     ExitCode::SUCCESS
                 }
-                Err(()) => usage_error(exit.output.trim_end()),
+                Err(()) => usage_error(&format!(
+                    "{}{}",
+                    exit.output.trim_end(),
+                    cli::suggestion(exit.output.trim_end())
+                )),
             });
         }
     };
@@ -173,7 +182,32 @@ pub fn usage_error(what: &str) -> ExitCode {
     ExitCode::from(exit::USAGE)
 }
 
+/// When neither tool directory exists, a note naming where the host looked
+/// and how to put tools there: a host run from `target/` finds nothing, and
+/// an empty list alone does not say why.
+pub fn no_tool_directory(settings: &Settings) -> Option<String> {
+    let dirs = [
+        (settings.system_dir.as_ref(), "system"),
+        (settings.user_dir.as_ref(), "user"),
+    ];
+    if dirs.iter().any(|(d, _)| d.is_some_and(|d| d.is_dir())) {
+        return None;
+    }
+    let searched: Vec<String> = dirs
+        .iter()
+        .filter_map(|(d, what)| Some(format!("{} ({what})", (*d)?.display())))
+        .collect();
+    Some(format!(
+        "no tool directory exists; searched {}. Install the tools with ./symlinks.sh, or name \
+         a directory of tools with --libexec-dir or --tools-dir.",
+        searched.join(" and ")
+    ))
+}
+
 fn tools(settings: &Settings, cmd: &ToolsCommand) -> ExitCode {
+    if let Some(note) = no_tool_directory(settings) {
+        eprintln!("ikigai: {note}");
+    }
     let registry = discovery::discover(settings);
     let Some(name) = &cmd.name else {
         say(&if cmd.json {
@@ -200,7 +234,10 @@ fn tools(settings: &Settings, cmd: &ToolsCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            eprintln!("Unknown tool: '{name}'. Use ikigai tools to see available tools.");
+            eprintln!(
+                "Unknown tool: '{name}'.{} Use ikigai tools to see available tools.",
+                crate::suggest::did_you_mean(name, registry.names())
+            );
             ExitCode::FAILURE
         }
     }
@@ -210,6 +247,14 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
     let arguments = match &cmd.arguments {
         Some(text) => text.clone(),
         None => {
+            if io::stdin().is_terminal() {
+                // Otherwise the call seems to hang while it waits for input.
+                eprintln!(
+                    "ikigai: reading the arguments for {} as a JSON object from stdin; \
+                     end with Ctrl-D (or pass them after the name: ikigai call {} '{{...}}')",
+                    cmd.name, cmd.name
+                );
+            }
             let mut buf = Vec::new();
             if let Err(e) = io::stdin().read_to_end(&mut buf) {
                 eprintln!("ikigai: cannot read the arguments from stdin: {e}");
@@ -225,10 +270,13 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
     // (within the deadline) instead of leaving them, and runs no tool.
     let outcome = signals::guarded(|cancel| {
         let registry = discovery::discover(settings);
-        (!cancel.load(std::sync::atomic::Ordering::SeqCst))
-            .then(|| call::call_text(&registry, &cmd.name, &arguments, settings, Some(cancel)))
+        (!cancel.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
+            let outcome = call::call_text(&registry, &cmd.name, &arguments, settings, Some(cancel));
+            let hint = crate::suggest::did_you_mean(&cmd.name, registry.names());
+            (outcome, hint)
+        })
     });
-    let Some(outcome) = outcome else {
+    let Some((outcome, hint)) = outcome else {
         signals::end_if_signalled();
         return ExitCode::FAILURE;
     };
@@ -239,6 +287,17 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
         }
     }
     say(&outcome.to_json().to_string());
+    if let envelope::Envelope::Failure {
+        why: envelope::Failure::NotFound,
+        ..
+    } = outcome.envelope
+    {
+        match no_tool_directory(settings) {
+            Some(note) => eprintln!("ikigai: {note}"),
+            None if !hint.is_empty() => eprintln!("ikigai:{hint}"),
+            None => {}
+        }
+    }
     signals::end_if_signalled();
     if outcome.success() {
         ExitCode::SUCCESS

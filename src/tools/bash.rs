@@ -13,7 +13,7 @@
 //! so a command printing gigabytes costs the tool O(cap) memory and the
 //! answer still says exactly how many bytes it left out.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
@@ -67,7 +67,7 @@ impl Tool for Bash {
         let outcome = if command.trim().is_empty() {
             Err(std::io::Error::other("empty command"))
         } else {
-            run(command, cap)
+            run(command, cap, env.var(PROGRESS_VAR) == Some("stderr"))
         };
         let (capture, exit_code) = match outcome {
             Ok(done) => done,
@@ -91,7 +91,12 @@ impl Tool for Bash {
     }
 }
 
-fn run(command: &str, cap: Option<usize>) -> std::io::Result<(Capture, i32)> {
+/// Set to `stderr` (the assistant does), the command's output is also
+/// copied to stderr as it comes, so a host can show it while the command
+/// runs, and keep it when the call is stopped before its answer.
+pub const PROGRESS_VAR: &str = "IKIGAI_TOOL_PROGRESS";
+
+fn run(command: &str, cap: Option<usize>, progress: bool) -> std::io::Result<(Capture, i32)> {
     let (mut reader, writer) = std::io::pipe()?;
     let mut child = Command::new("/bin/sh")
         .arg("-c")
@@ -128,7 +133,13 @@ fn run(command: &str, cap: Option<usize>) -> std::io::Result<(Capture, i32)> {
         }
         match reader.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => capture.push(&buf[..n]),
+            Ok(n) => {
+                capture.push(&buf[..n]);
+                if progress {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(&buf[..n]).and_then(|_| err.flush());
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }

@@ -3,7 +3,7 @@
 
 use crate::tool::Tool;
 
-mod bash;
+pub mod bash;
 mod file_edit;
 mod file_read;
 mod file_write;

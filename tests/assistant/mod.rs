@@ -499,7 +499,11 @@ fn ctrl_c_stops_a_hanging_request_and_the_next_message_goes_on() {
         .stdin("first\nsecond\n")
         .output_interrupting(|| !server.requests().is_empty());
     no_problems(&server, &out);
-    assert!(out.stderr.contains("Interrupted."), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("Cancelled by you: the request was stopped."),
+        "{out:?}"
+    );
     assert!(out.stdout.ends_with("Second answer.\n"), "{out:?}");
     assert_eq!(out.code, 1, "an interrupted message counts as not answered");
     assert_eq!(

@@ -620,6 +620,6 @@ fn at_a_terminal_ctrl_c_at_the_question_runs_nothing() {
     t.keys(&["C-c"]);
     let screen = t.expect("[exit ", 1);
     assert!(screen.contains("[exit 130]"), "{screen}");
-    assert!(screen.contains("Interrupted"), "{screen}");
+    assert!(screen.contains("Cancelled by you"), "{screen}");
     assert!(!home.path().join("made.txt").exists());
 }

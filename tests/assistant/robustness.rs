@@ -197,7 +197,12 @@ fn ctrl_c_during_a_retry_wait_cancels_it() {
         .args(["-p", "hi"])
         .output_interrupting(|| !server.requests().is_empty());
     assert_eq!(out.code, 130, "{out:?}");
-    assert!(out.stderr.contains("Interrupted."), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("Cancelled by you: the request was stopped."),
+        "{}",
+        out.stderr
+    );
     assert_eq!(server.requests().len(), 1, "the wait was not cancelled");
 }
 

@@ -1,6 +1,7 @@
 //! The interactive assistant at a real (pseudo) terminal: the prompt, line
-//! editing, Ctrl-C and Ctrl-D as a person types them, colours on a
-//! terminal and off with NO_COLOR.
+//! editing, multi-line input and pastes, Ctrl-C and Ctrl-D in each state,
+//! rendered replies (coloured, and plain under NO_COLOR, byte for byte),
+//! tool output as it runs, diffs, the slash commands, resuming.
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -115,6 +116,33 @@ impl Pty {
     fn screen(&self) -> String {
         self.screen.lock().unwrap().clone()
     }
+
+    /// Waits until `what` shows `n` times.
+    fn expect_count(&self, what: &str, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.screen.lock().unwrap().matches(what).count() >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("never saw {what:?} {n} times on:\n{}", self.screen());
+    }
+
+    /// Leaves with Ctrl-D at the `n`th prompt, which must exit 0.
+    fn leave(&mut self, prompt: usize) -> String {
+        self.expect_prompt(prompt);
+        self.type_in("\x04");
+        assert_eq!(self.exit_code(), 0, "{}", self.screen());
+        self.screen()
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn command(home: &std::path::Path) -> Command {
@@ -126,6 +154,10 @@ fn command(home: &std::path::Path) -> Command {
         "GEMINI_API_KEY",
         "IKIGAI_PROVIDER",
         "NO_COLOR",
+        "COLORTERM",
+        "IKIGAI_MODEL",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
         "http_proxy",
         "HTTP_PROXY",
     ] {
@@ -139,6 +171,9 @@ fn command(home: &std::path::Path) -> Command {
         .env("IKIGAI_TOOLS_DIR", home.join("tools"))
         .env("IKIGAI_LIBEXEC_DIR", home.join("libexec"))
         .env("TERM", "xterm")
+        // These tests are about what the person sees of calls that run;
+        // the approval prompt has tests of its own.
+        .env("IKIGAI_APPROVAL", "auto")
         .current_dir(home);
     cmd
 }
@@ -180,12 +215,32 @@ fn ctrl_c_clears_a_line_then_leaves_at_an_empty_prompt() {
     pty.type_in("never sent");
     pty.expect("never sent");
     // The editor reads keys in order: the first Ctrl-C clears the line,
-    // the second finds it empty.
+    // the second finds it empty and says how to leave, the third leaves.
     pty.type_in("\x03\x03");
+    pty.expect("Press Ctrl-C again to leave (or Ctrl-D, or /quit).");
+    pty.type_in("\x03");
     assert_eq!(pty.exit_code(), 0);
     let screen = pty.screen();
     assert!(!screen.contains("[stub]"), "{screen}");
     assert!(!screen.contains("\x1b[2m"), "NO_COLOR: {screen}");
+}
+
+#[test]
+fn one_ctrl_c_at_an_empty_prompt_does_not_leave_nor_does_a_slow_second() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]);
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("\x03");
+    pty.expect("Press Ctrl-C again to leave");
+    // More than two seconds later, a Ctrl-C counts as a first one again.
+    std::thread::sleep(Duration::from_millis(2200));
+    pty.type_in("\x03");
+    pty.expect_count("Press Ctrl-C again to leave", 2);
+    pty.type_in("still here\r");
+    pty.expect("[stub] You said: still here");
+    pty.leave(4);
 }
 
 #[test]
@@ -208,7 +263,11 @@ fn ctrl_c_at_the_terminal_stops_a_request_and_the_prompt_returns() {
         std::thread::sleep(Duration::from_millis(20));
     }
     pty.type_in("\x03");
-    pty.expect("Interrupted.");
+    pty.expect("Cancelled by you: the request was stopped.");
+    assert!(
+        !pty.screen().contains("Press Ctrl-C again"),
+        "a Ctrl-C during a request only stops it"
+    );
     pty.expect_prompt(2);
     pty.type_in("second\r");
     pty.expect("Answered.");
@@ -216,4 +275,386 @@ fn ctrl_c_at_the_terminal_stops_a_request_and_the_prompt_returns() {
     pty.type_in("\x04");
     assert_eq!(pty.exit_code(), 0);
     assert!(server.problems().is_empty(), "{:?}", server.problems());
+}
+
+/// `command` with our bash, file_edit and file_write as its tools.
+fn with_tools(home: &std::path::Path) -> Command {
+    let cmd = command(home);
+    for name in ["bash", "file-edit", "file-write"] {
+        std::os::unix::fs::symlink(crate::common::link(name), home.join("libexec").join(name))
+            .unwrap();
+    }
+    cmd
+}
+
+fn pointed_at(server: &ModelServer, home: &std::path::Path) -> Command {
+    let mut cmd = command(home);
+    cmd.args(["--provider", server.api.name()]);
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// The screen without the spinner's frames and the erasures after them.
+fn without_spinner(screen: &str) -> String {
+    let mut out = String::new();
+    for (i, piece) in screen.split("\r\x1b[2K").enumerate() {
+        let frame = piece
+            .chars()
+            .next()
+            .is_some_and(|c| ('\u{2800}'..='\u{28ff}').contains(&c));
+        if i > 0 && frame {
+            // "⠋ thinking": up to the next erasure, all spinner.
+            continue;
+        }
+        out.push_str(piece);
+    }
+    out
+}
+
+/// Every markdown element a reply may hold.
+const MARKDOWN: &str = "# Title\n\nSome *emphasis*, **strong** and `code` with a \
+[link](https://example.com).\n\n- one\n- two\n  - nested\n\n1. first\n2. second\n\n\
+- [x] done\n\n> quoted\n\n| name | n |\n|------|--:|\n| a    | 1 |\n\n```rust\nfn main() {}\n```\n\n---\n\nThe end.";
+
+/// The same, laid out for a terminal without colour.
+const MARKDOWN_PLAIN: &str = "# Title\n\nSome emphasis, strong and `code` with a link \
+(https://example.com).\n\n• one\n• two\n  ◦ nested\n\n1. first\n2. second\n\n• [x] done\n\n\
+> quoted\n\n┌──────┬───┐\n│ name │ n │\n├──────┼───┤\n│ a    │ 1 │\n└──────┴───┘\n\n\
+```rust\nfn main() {}\n```\n\n────────────────────────────────────────────────────────────\n\nThe end.\n";
+
+#[test]
+fn replies_are_rendered_plain_under_no_color_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::OpenAi, vec![text(MARKDOWN)]);
+    let mut cmd = pointed_at(&server, home.path());
+    cmd.env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("show me\r");
+    pty.expect("The end.");
+    let screen = pty.leave(2);
+    // The terminal turns each newline into CR LF; the spinner on stderr
+    // (drawn and erased between blocks) is no part of the reply.
+    let expected = MARKDOWN_PLAIN.replace('\n', "\r\n");
+    let reply = without_spinner(&screen);
+    assert!(reply.contains(&expected), "{reply:?}");
+    assert!(!screen.contains("\x1b[1m"), "{screen:?}");
+}
+
+#[test]
+fn replies_are_rendered_in_colour_on_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::Anthropic, vec![text(MARKDOWN)]);
+    let mut pty = Pty::spawn(pointed_at(&server, home.path()));
+    pty.expect_prompt(1);
+    pty.type_in("show me\r");
+    pty.expect("The end.");
+    let screen = pty.leave(2);
+    for styled in [
+        "\x1b[1;4;35mTitle\x1b[0m",
+        "\x1b[3memphasis\x1b[0m",
+        "\x1b[1mstrong\x1b[0m",
+        "\x1b[36mcode\x1b[0m",
+        "\x1b[4;34mlink\x1b[0m\x1b[2m (https://example.com)\x1b[0m",
+        "\x1b[36m• \x1b[0mone",
+        "\x1b[2m│ \x1b[0mquoted",
+        "\x1b[1mname\x1b[0m",
+        "\x1b[2m```rust\x1b[0m",
+        // rust's keyword `fn`, coloured by the highlighter.
+        "m\x1b[38;5;",
+    ] {
+        assert!(
+            screen.contains(styled),
+            "{styled:?} missing from {screen:?}"
+        );
+    }
+    assert!(!screen.contains("**strong**"), "{screen:?}");
+}
+
+#[test]
+fn bash_output_streams_under_its_call_and_folds_when_done() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = with_tools(home.path());
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in(
+        "call bash {\"command\": \"echo first line; sleep 1; echo second line; sleep 1\"}\r",
+    );
+    // The first line shows while the command still runs.
+    pty.expect("│ first line");
+    assert!(!pty.screen().contains("✓ Ran"), "{}", pty.screen());
+    pty.expect("✓ Ran echo first line; sleep 1; echo second line; sleep 1 (exit 0, 2 lines)");
+    let screen = pty.leave(2);
+    // Folded: the live lines were erased before the call's line.
+    let after = screen.split("✓ Ran").nth(1).unwrap();
+    assert!(!after.contains("│ first line"), "{screen:?}");
+    assert!(screen.contains("\x1b[J"), "{screen:?}");
+}
+
+#[test]
+fn an_edit_and_a_new_file_show_their_diffs() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let mut cmd = with_tools(home.path());
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in(
+        "call file_edit {\"file_path\": \"notes.txt\", \"old_string\": \"beta\", \"new_string\": \"BETA\"}\r",
+    );
+    pty.expect("✓ Edited notes.txt (+1 -1)");
+    pty.expect("    @@ -1,3 +1,3 @@\r\n     alpha\r\n    -beta\r\n    +BETA\r\n     gamma\r\n");
+    pty.expect_prompt(2);
+    pty.type_in("call file_write {\"file_path\": \"new.txt\", \"content\": \"x\\ny\\n\"}\r");
+    pty.expect("✓ Created new.txt (2 lines)\r\n    @@ -0,0 +1,2 @@\r\n    +x\r\n    +y\r\n");
+    pty.leave(3);
+}
+
+#[test]
+fn ctrl_c_during_a_tool_cancels_it_and_keeps_its_output_for_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            crate::common::model_server::calls(&[(
+                "bash",
+                serde_json::json!({"command": "echo started; sleep 30; echo never"}),
+            )]),
+            text("Understood, you stopped it."),
+        ],
+    );
+    let mut cmd = pointed_at(&server, home.path());
+    std::os::unix::fs::symlink(
+        crate::common::link("bash"),
+        home.path().join("libexec/bash"),
+    )
+    .unwrap();
+    cmd.env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("run it\r");
+    pty.expect("│ started");
+    pty.type_in("\x03");
+    pty.expect("(the output so far is kept for the model)");
+    pty.expect("Cancelled by you: the running tools were stopped");
+    pty.expect_prompt(2);
+    // The next message carries the cancelled call's envelope to the model.
+    pty.type_in("why?\r");
+    pty.expect("Understood, you stopped it.");
+    pty.leave(3);
+    let requests = server.requests();
+    let sent = requests[1].body.to_string();
+    assert!(sent.contains("CANCELLED"), "{sent}");
+    assert!(sent.contains("cancelled by the user"), "{sent}");
+    assert!(sent.contains("started"), "{sent}");
+    assert!(!sent.contains("TOOL_TIMEOUT"), "{sent}");
+}
+
+/// The user messages of the newest session in `home`'s data directory.
+fn logged_user_texts(home: &std::path::Path) -> Vec<String> {
+    let dir = home.join("data/ikigai/sessions");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let log = std::fs::read_to_string(files.last().unwrap()).unwrap();
+    log.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "user")
+        .map(|v| v["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_trailing_backslash_and_a_paste_each_make_one_message() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]);
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("first line \\\r");
+    pty.type_in("second line\r");
+    pty.expect("[stub] You said: first line");
+    pty.expect_prompt(2);
+    // A paste with newlines, in bracketed-paste markers, then Enter.
+    pty.type_in("\x1b[200~pasted one\npasted two\x1b[201~");
+    pty.type_in("\r");
+    pty.expect("[stub] You said: pasted one");
+    pty.leave(3);
+    assert_eq!(
+        logged_user_texts(home.path()),
+        ["first line \nsecond line", "pasted one\npasted two"]
+    );
+}
+
+#[test]
+fn history_is_kept_from_the_first_run() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]);
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    // A command only: no session is made, so nothing else makes the directory.
+    pty.type_in("/cost\r");
+    pty.expect("No tokens used yet.");
+    pty.leave(2);
+    let history = std::fs::read_to_string(home.path().join("data/ikigai/history")).unwrap();
+    assert!(history.contains("/cost"), "{history}");
+}
+
+#[test]
+fn clear_compact_model_cost_and_the_status_line() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("remember the word kiwi\r");
+    pty.expect("[stub] You said: remember the word kiwi");
+    // The status line after the reply: the stub's token counts.
+    pty.expect(" out\r\n");
+    pty.expect_prompt(2);
+    pty.type_in("/cost\r");
+    pty.expect("Tokens since start: ");
+    pty.expect("No price is known for stub.");
+    pty.expect_prompt(3);
+    pty.type_in("/compact\r");
+    pty.expect("Compacted 2 messages into a summary; the conversation goes on from it.");
+    pty.expect_prompt(4);
+    pty.type_in("/model\r");
+    pty.expect("Model: stub stub.");
+    pty.expect_prompt(5);
+    pty.type_in("/model stub\r");
+    pty.expect("Now talking to stub stub.");
+    pty.expect_prompt(6);
+    pty.type_in("/model claude-sonnet-4-5\r");
+    pty.expect("No API key for anthropic, so the model was not switched.");
+    pty.expect_prompt(7);
+    pty.type_in("/clear\r");
+    pty.expect("Started a new conversation");
+    pty.expect_prompt(8);
+    pty.type_in("after clear\r");
+    pty.expect("[stub] You said: after clear");
+    pty.expect_prompt(9);
+    pty.type_in("/hlep\r");
+    pty.expect("Did you mean '/help'?");
+    pty.leave(10);
+    let dir = home.path().join("data/ikigai/sessions");
+    let mut logs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    logs.sort_by_key(|l| l.contains("after clear"));
+    assert_eq!(logs.len(), 2, "/clear starts a new session: {logs:?}");
+    assert!(logs[0].contains("\"type\":\"compact\""), "{}", logs[0]);
+    assert!(!logs[1].contains("kiwi"), "{}", logs[1]);
+}
+
+#[test]
+fn sessions_resume_and_dash_dash_resume_show_the_last_exchanges() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    for (i, word) in ["apple", "banana", "cherry", "damson"].iter().enumerate() {
+        pty.type_in(&format!("fruit {word}\r"));
+        pty.expect(&format!("You said: fruit {word}"));
+        pty.expect_prompt(i + 2);
+    }
+    pty.leave(5);
+    let first_id = {
+        let dir = home.path().join("data/ikigai/sessions");
+        let entry = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap();
+        entry
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+
+    // --resume shows the last three exchanges before the prompt.
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub", "--resume"])
+        .env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    let screen = pty.screen();
+    assert!(screen.contains("… 2 earlier messages"), "{screen}");
+    assert!(!screen.contains("> fruit apple"), "{screen}");
+    for word in ["banana", "cherry", "damson"] {
+        assert!(
+            screen.contains(&format!("> fruit {word}\r\n[stub] You said: fruit {word}")),
+            "{screen}"
+        );
+    }
+    assert!(screen.contains("─── continue below ───"), "{screen}");
+    pty.type_in("/clear\r");
+    pty.expect_prompt(2);
+    pty.type_in("a new one\r");
+    pty.expect("You said: a new one");
+    pty.expect_prompt(3);
+    pty.type_in("/sessions\r");
+    pty.expect("Continue one with /resume ID.");
+    let screen = pty.screen();
+    let listing = screen
+        .split("Sessions in this directory, newest first:")
+        .nth(1)
+        .unwrap();
+    let new_at = listing.find("a new one").unwrap();
+    let old_at = listing.find("fruit apple").unwrap();
+    assert!(new_at < old_at, "newest first: {listing}");
+    assert!(listing.contains("  4 messages"), "{listing}");
+    pty.type_in(&format!("/resume {first_id}\r"));
+    pty.expect(&format!("Resumed session {first_id} (8 messages)."));
+    pty.expect_count("> fruit damson", 2);
+    pty.expect_prompt(5);
+    pty.type_in("/resume nope\r");
+    pty.expect("no session 'nope'");
+    pty.leave(6);
+}
+
+#[test]
+fn a_pipe_gets_the_markdown_exactly_as_written() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::OpenAi, vec![text(MARKDOWN)]);
+    let out = super::against(&server, home.path())
+        .args(["-p", "show me"])
+        .env("NO_COLOR", "1")
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, format!("{MARKDOWN}\n"));
+}
+
+#[test]
+fn one_shot_texts_say_nothing_of_a_next_message() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(Api::OpenAi, vec![Reply::Status(400, "bad request".into())]);
+    let out = super::against(&server, home.path())
+        .args(["-p", "hi"])
+        .output();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("bad request"), "{}", out.stderr);
+    assert!(!out.stderr.contains("another message"), "{}", out.stderr);
+    let out = super::ikigai(home.path())
+        .args([
+            "--provider",
+            "stub",
+            "--max-tool-rounds",
+            "0",
+            "-p",
+            "call nope {}",
+        ])
+        .output();
+    assert!(
+        out.stderr
+            .contains("Stopped after 0 tool rounds (raise --max-tool-rounds to allow more)."),
+        "{}",
+        out.stderr
+    );
 }

@@ -40,16 +40,25 @@ fn slash_commands_on_stdin() {
          Tool: claw\nPath: {claw}\nDescription: Shellclaw fixture claw\nParameters:\n  location (string, required): City\n\
          Schema:\n{schema}\n\
          Unknown tool: 'nope'. Use /tool to see available tools.\n\
-         Commands:\n  /tool [NAME]  List tools, or show one tool's schema\n  /refresh      Reload the tools from disk\n  \
-         /help         Show the commands\n  /quit         Leave\n\
+         {help}\n\
          Unknown command: '/bogus'. Use /help to see the commands.\n",
         junk = junk.display(),
         claw = claw.display(),
+        help = d.ikigai().stdin("/help").output().stdout.trim_end(),
         schema = serde_json::to_string_pretty(&json!({"name": "claw", "description": "Shellclaw fixture claw",
             "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "City"}},
             "required": ["location"]}})).unwrap(),
     );
     assert_eq!(out.stdout, expected);
+    for listed in [
+        "/tool [NAME]   List tools",
+        "/clear ",
+        "/compact ",
+        "/model [NAME] ",
+        "/cost ",
+    ] {
+        assert!(out.stdout.contains(listed), "{listed}: {}", out.stdout);
+    }
 }
 
 #[test]

@@ -9,11 +9,16 @@ use serde_json::Value;
 use crate::common::{bin, run_main};
 
 fn install(prefix: &Path, extra: &[&str]) -> String {
+    install_with_path(prefix, extra, "/usr/bin:/bin")
+}
+
+fn install_with_path(prefix: &Path, extra: &[&str], path: &str) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("symlinks.sh");
     let out = Command::new(script)
         .arg(prefix)
         .args(extra)
         .env("IKIGAI_TOOLS_BIN", bin())
+        .env("PATH", path)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -80,4 +85,22 @@ fn installs_every_tool_and_the_host_idempotently() {
     };
     assert_eq!(found, expected, "{listing}");
     assert_eq!(listing["skipped"], serde_json::json!([]));
+}
+
+#[test]
+fn says_where_it_installed_and_how_to_reach_it() {
+    let prefix = tempfile::tempdir().unwrap();
+    let p = prefix.path().display();
+    let said = install(prefix.path(), &[]);
+    assert!(
+        said.ends_with(&format!(
+            "{p}/bin is not on your PATH; add this line to your shell's profile (~/.bashrc, ~/.zshrc):\n  \
+             export PATH=\"{p}/bin:$PATH\"\nmeanwhile run: {p}/bin/ikigai\n"
+        )),
+        "{said}"
+    );
+    // On PATH (written with a trailing slash): just how to start it.
+    let path = format!("/usr/bin:{p}/bin/:/bin");
+    let said = install_with_path(prefix.path(), &[], &path);
+    assert!(said.ends_with("\nrun: ikigai\n"), "{said}");
 }

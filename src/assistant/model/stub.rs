@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat};
+use super::{Message, ModelClient, ModelError, Reply, Request, ToolCall, ToolFormat, Usage};
 
 pub struct Stub;
 
@@ -28,7 +28,8 @@ impl ModelClient for Stub {
         request: &Request,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ModelError> {
-        let reply = answer(request);
+        let mut reply = answer(request);
+        reply.usage = Some(usage(request, &reply));
         // Word by word, so the streaming path is exercised as with a real model.
         for piece in reply.text.split_inclusive(' ') {
             on_text(piece);
@@ -91,6 +92,20 @@ fn answer(request: &Request) -> Reply {
             tool_calls: vec![],
             ..Reply::default()
         },
+    }
+}
+
+/// Tokens as a stand-in count, one per four bytes of what was sent and
+/// answered, so the status line and /cost have figures to show offline.
+fn usage(request: &Request, reply: &Reply) -> Usage {
+    let sent = request.system.len()
+        + serde_json::to_string(&request.messages).map_or(0, |s| s.len())
+        + request.tools.to_string().len();
+    let answered =
+        reply.text.len() + serde_json::to_string(&reply.tool_calls).map_or(0, |s| s.len());
+    Usage {
+        input_tokens: sent.div_ceil(4) as u64,
+        output_tokens: answered.div_ceil(4) as u64,
     }
 }
 

@@ -1,0 +1,82 @@
+//! How the assistant draws things for a person: the model's markdown
+//! (`markdown`), code colour (`highlight`), the unified diff of a file a
+//! tool changed (`diff`), and the one-line account of each tool call
+//! (`calls`). Each takes a `Paint` that says whether colour is on, so the
+//! same code writes the coloured terminal form and the plain one.
+
+pub mod calls;
+pub mod diff;
+pub mod highlight;
+pub mod markdown;
+
+use unicode_width::UnicodeWidthStr;
+
+/// Whether and how to colour: off for a stream that is not a terminal and
+/// under `NO_COLOR`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paint {
+    pub on: bool,
+}
+
+impl Paint {
+    #[cfg(test)]
+    pub const OFF: Paint = Paint { on: false };
+    #[cfg(test)]
+    pub const ON: Paint = Paint { on: true };
+
+    /// `text` in SGR `code` (`"1"` bold, `"31"` red, ...), or as it is.
+    pub fn sgr(self, code: &str, text: &str) -> String {
+        if self.on && !code.is_empty() && !text.is_empty() {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// The columns `text` takes on a terminal, escape sequences left out.
+pub fn width(text: &str) -> usize {
+    let mut visible = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters final-byte.
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            visible.push(c);
+        }
+    }
+    UnicodeWidthStr::width(visible.as_str())
+}
+
+/// The terminal's width in columns (80 when it cannot be asked).
+pub fn terminal_width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a plain winsize struct, or fails.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into `size`, which outlives the call.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    if rc == 0 && size.ws_col > 0 {
+        usize::from(size.ws_col)
+    } else {
+        80
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn width_skips_escapes_and_counts_wide_characters() {
+        assert_eq!(width("\x1b[1;31mab\x1b[0m"), 2);
+        assert_eq!(width("日本"), 4);
+        assert_eq!(Paint::OFF.sgr("1", "x"), "x");
+        assert_eq!(Paint::ON.sgr("1", "x"), "\x1b[1mx\x1b[0m");
+    }
+}
