@@ -13,6 +13,8 @@ pub enum Personality {
     Tool(&'static dyn Tool, Vec<OsString>),
     /// Run the host with the remaining arguments.
     Host(Vec<OsString>),
+    /// Serve the tools over MCP, with the remaining arguments.
+    Mcp(Vec<OsString>),
     List,
     Help,
     Version,
@@ -22,6 +24,8 @@ pub enum Personality {
 
 /// The host's own name, as argv[0] or as the first argument.
 pub const HOST_NAME: &str = "ikigai";
+/// The MCP server's name, as the first argument.
+pub const MCP_NAME: &str = "mcp";
 
 pub fn resolve(argv: Vec<OsString>) -> Personality {
     let mut argv = argv.into_iter();
@@ -44,6 +48,7 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
         "--list" => Personality::List,
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,
+        MCP_NAME => Personality::Mcp(rest[1..].to_vec()),
         name => by_name(name, &rest[1..]).unwrap_or(Personality::Unknown(first)),
     }
 }
@@ -113,6 +118,9 @@ mod tests {
         );
         assert!(
             matches!(resolve(argv(&["ikigai-tools", "ikigai"])), Personality::Host(r) if r.is_empty())
+        );
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "mcp", "--http", "9"])), Personality::Mcp(r) if r == argv(&["--http", "9"]))
         );
     }
 }

@@ -9,6 +9,7 @@ mod dispatch;
 mod error;
 mod exit;
 mod host;
+mod mcp;
 mod runner;
 mod tool;
 mod tools;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
                 assistant::main(*cli, settings, resume_id)
             }
         },
+        Personality::Mcp(rest) => mcp::server::main(rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             runner::print_out(names.join("\n").as_bytes(), true);
@@ -63,6 +65,7 @@ fn help() -> String {
          usage: ikigai-tools TOOL [--schema | --describe | ARGS_JSON] < ARGS.json\n       \
          TOOL [...]              (through a link named after the tool)\n       \
          ikigai [...]            (the host)\n       \
+         ikigai-tools mcp [--http HOST:PORT]  (the tools as an MCP server)\n       \
          ikigai-tools --list | --help | --version\n\ntools:\n",
     );
     for tool in tools::TOOLS {

@@ -64,6 +64,11 @@ pub struct Ikigai {
     #[argh(option, arg_name = "N")]
     pub max_tool_rounds: Option<usize>,
 
+    /// the MCP servers to use as tools, in the {"mcpServers": ...} shape
+    /// (default: $IKIGAI_MCP_CONFIG, else ~/.ikigai/mcp.json)
+    #[argh(option, arg_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+
     #[argh(subcommand)]
     pub command: Option<Subcommand>,
 }
@@ -76,6 +81,7 @@ impl Ikigai {
             tools_dir: self.tools_dir.clone(),
             timeout: self.timeout,
             max_output: self.max_output,
+            mcp_config: self.mcp_config.clone(),
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Settings {
     pub limits: Limits,
     /// How long discovery waits for all `--schema` answers together.
     pub discovery_deadline: Duration,
+    /// The MCP servers' configuration: `--mcp-config`, `IKIGAI_MCP_CONFIG`
+    /// or `~/.ikigai/mcp.json`; None starts no MCP server.
+    pub mcp_config: Option<PathBuf>,
 }
 
 /// The options that override the environment for one run.
@@ -46,6 +49,7 @@ pub struct Overrides {
     pub tools_dir: Option<PathBuf>,
     pub timeout: Option<Duration>,
     pub max_output: Option<usize>,
+    pub mcp_config: Option<PathBuf>,
 }
 
 impl Settings {
@@ -67,6 +71,10 @@ impl Settings {
             .tools_dir
             .or_else(|| env.var("IKIGAI_TOOLS_DIR").map(PathBuf::from))
             .or_else(|| env.home().map(|h| h.join(".ikigai").join("tools")));
+        let mcp_config = overrides
+            .mcp_config
+            .or_else(|| env.var("IKIGAI_MCP_CONFIG").map(PathBuf::from))
+            .or_else(|| env.home().map(|h| h.join(".ikigai").join("mcp.json")));
         let defaults = Limits::default();
         Settings {
             system_dir,
@@ -76,6 +84,7 @@ impl Settings {
                 max_output: overrides.max_output.unwrap_or(defaults.max_output),
             },
             discovery_deadline: Duration::from_secs(1),
+            mcp_config,
         }
     }
 
@@ -160,6 +169,7 @@ mod tests {
             tools_dir: Some("/o/user".into()),
             timeout: Some(Duration::from_secs(2)),
             max_output: Some(10),
+            mcp_config: None,
         };
         let c = Settings::resolve(o, &env, None);
         assert_eq!(c.system_dir, Some(PathBuf::from("/o/sys")));

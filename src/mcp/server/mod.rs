@@ -1,0 +1,216 @@
+//! `ikigai-tools mcp`: every tool the host discovers (the system and user
+//! tool directories, both tool protocols), offered to MCP clients over stdio
+//! or, with `--http HOST:PORT`, Streamable HTTP at `/mcp`. Calls run through
+//! the host's own call path, with the host's limits. This server never
+//! starts the MCP servers of the host's own configuration: it serves local
+//! tools only, so an agent that lists us cannot make us start it again.
+
+use std::ffi::OsString;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::exit;
+use crate::host::discovery;
+use crate::host::settings::{parse_size, parse_timeout, Overrides, Settings};
+
+pub mod http;
+pub mod service;
+pub mod stdio;
+
+#[derive(FromArgs, Debug)]
+/// ikigai-tools mcp: serve the discovered tools to MCP clients, over stdio
+/// (the default) or Streamable HTTP at http://HOST:PORT/mcp.
+pub struct McpOptions {
+    /// serve Streamable HTTP on HOST:PORT (a bare PORT means 127.0.0.1:PORT)
+    #[argh(option, arg_name = "HOST:PORT")]
+    pub http: Option<String>,
+
+    /// directory of system tools (default: $IKIGAI_LIBEXEC_DIR, else
+    /// PREFIX/libexec/ikigai next to this program's bin directory)
+    #[argh(option, arg_name = "DIR")]
+    pub libexec_dir: Option<PathBuf>,
+
+    /// directory of user tools (default: $IKIGAI_TOOLS_DIR, else
+    /// ~/.ikigai/tools)
+    #[argh(option, arg_name = "DIR")]
+    pub tools_dir: Option<PathBuf>,
+
+    /// seconds a tool call may run (default 30; fractions allowed)
+    #[argh(option, from_str_fn(parse_timeout), arg_name = "SECONDS")]
+    pub timeout: Option<Duration>,
+
+    /// bytes kept of each of a call's stdout and stderr (default 1M)
+    #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
+    pub max_output: Option<usize>,
+
+    /// sandbox of each call: workspace-write (the default), read-only or off
+    #[argh(option, arg_name = "MODE")]
+    pub sandbox: Option<String>,
+
+    /// another writable directory besides the current one (repeatable)
+    #[argh(option, arg_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
+
+    /// let sandboxed calls open network sockets
+    #[argh(switch)]
+    pub network: bool,
+}
+
+/// The sandbox as asked on the command line; the workspace is the
+/// directory the server was started in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxRequest {
+    pub mode: String,
+    pub workspace: Option<PathBuf>,
+    pub add_dirs: Vec<PathBuf>,
+    pub network: bool,
+}
+
+pub const SANDBOX_MODES: &[&str] = &["workspace-write", "read-only", "off"];
+
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let mut words = Vec::with_capacity(args.len());
+    for arg in args {
+        match arg.into_string() {
+            Ok(word) => words.push(word),
+            Err(bad) => {
+                eprintln!(
+                    "ikigai-tools mcp: argument is not UTF-8: {}",
+                    bad.to_string_lossy()
+                );
+                return ExitCode::from(exit::USAGE);
+            }
+        }
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let options = match McpOptions::from_args(&["ikigai-tools mcp"], &words) {
+        Ok(options) => options,
+        Err(early) => {
+            return match early.status {
+                Ok(()) => {
+                    print!("{}", early.output);
+                    ExitCode::SUCCESS
+                }
+                Err(()) => usage(early.output.trim_end()),
+            }
+        }
+    };
+    let sandbox = match sandbox_request(&options) {
+        Ok(sandbox) => sandbox,
+        Err(e) => return usage(&e),
+    };
+    let addr = match options.http.as_deref().map(parse_addr).transpose() {
+        Ok(addr) => addr,
+        Err(e) => return usage(&e),
+    };
+    discovery::raise_open_file_limit();
+    let mut settings = Settings::from_process(Overrides {
+        libexec_dir: options.libexec_dir.clone(),
+        tools_dir: options.tools_dir.clone(),
+        timeout: options.timeout,
+        max_output: options.max_output,
+        ..Overrides::default()
+    });
+    settings.mcp_config = None;
+    // The sandbox fields are read once the host's calls can be sandboxed.
+    let _ = &sandbox;
+    let registry = discovery::discover(&settings);
+    for skipped in registry.skipped() {
+        eprintln!(
+            "ikigai-tools mcp: skipped {}: {}",
+            skipped.path.display(),
+            skipped.reason
+        );
+    }
+    let service = Arc::new(service::Service::new(registry, settings.limits));
+    match addr {
+        None => {
+            stdio::serve(service);
+            ExitCode::SUCCESS
+        }
+        Some(addr) => match http::serve(service, addr) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ikigai-tools mcp: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn usage(what: &str) -> ExitCode {
+    eprintln!("{what}");
+    eprintln!("Run ikigai-tools mcp --help for the options.");
+    ExitCode::from(exit::USAGE)
+}
+
+fn sandbox_request(options: &McpOptions) -> Result<SandboxRequest, String> {
+    let mode = options.sandbox.as_deref().unwrap_or(SANDBOX_MODES[0]);
+    if !SANDBOX_MODES.contains(&mode) {
+        return Err(format!(
+            "ikigai-tools mcp: unknown sandbox mode '{mode}' (modes: {})",
+            SANDBOX_MODES.join(", ")
+        ));
+    }
+    Ok(SandboxRequest {
+        mode: mode.to_string(),
+        workspace: std::env::current_dir().ok(),
+        add_dirs: options.add_dir.clone(),
+        network: options.network,
+    })
+}
+
+/// `HOST:PORT`, `[::1]:PORT` or a bare `PORT` (on 127.0.0.1).
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let bad = |why: String| format!("ikigai-tools mcp: invalid --http '{text}': {why}");
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let mut addrs = text
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)")))?;
+    addrs
+        .next()
+        .ok_or_else(|| bad("the host has no address".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr("8080"), Ok("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(
+            parse_addr("127.0.0.1:0"),
+            Ok("127.0.0.1:0".parse().unwrap())
+        );
+        assert_eq!(parse_addr("[::1]:9"), Ok("[::1]:9".parse().unwrap()));
+        for bad in ["", "x", "127.0.0.1", "1.2.3.4:99999"] {
+            assert!(parse_addr(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sandbox_options() {
+        let o = McpOptions::from_args(
+            &["mcp"],
+            &["--sandbox", "read-only", "--add-dir", "/a", "--network"],
+        )
+        .unwrap();
+        let s = sandbox_request(&o).unwrap();
+        assert_eq!(
+            (s.mode.as_str(), s.add_dirs.len(), s.network),
+            ("read-only", 1, true)
+        );
+        let o = McpOptions::from_args(&["mcp"], &[]).unwrap();
+        assert_eq!(sandbox_request(&o).unwrap().mode, "workspace-write");
+        let o = McpOptions::from_args(&["mcp"], &["--sandbox", "nope"]).unwrap();
+        assert!(sandbox_request(&o).is_err());
+    }
+}
