@@ -44,20 +44,22 @@ pub fn serve(service: Arc<Service>, addr: SocketAddr) -> Result<(), String> {
         None => eprintln!("ikigai-tools mcp: listening"),
     }
     let sessions: Sessions = Arc::default();
+    let loopback = addr.ip().is_loopback();
     for request in server.incoming_requests() {
         let (service, sessions) = (service.clone(), sessions.clone());
-        std::thread::spawn(move || handle(request, &service, &sessions));
+        std::thread::spawn(move || handle(request, &service, &sessions, loopback));
     }
     Ok(())
 }
 
-fn handle(request: Request, service: &Service, sessions: &Sessions) {
+fn handle(request: Request, service: &Service, sessions: &Sessions, loopback: bool) {
     let path = request.url().split('?').next().unwrap_or_default();
     if path != "/mcp" {
         return reply(request, 404, None, None);
     }
-    if !origin_allowed(header(&request, "origin"), header(&request, "host")) {
-        let error = RpcError::new(code::INVALID_REQUEST, "Forbidden: foreign Origin");
+    let (origin, host) = (header(&request, "origin"), header(&request, "host"));
+    if !origin_allowed(origin, host, loopback) {
+        let error = RpcError::new(code::INVALID_REQUEST, "Forbidden: foreign Host or Origin");
         return reply(request, 403, Some(&error_body(&Value::Null, &error)), None);
     }
     match request.method() {
@@ -340,8 +342,15 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 }
 
 /// A browser's `Origin` must name this machine or this server; requests
-/// without one (every non-browser client) pass.
-fn origin_allowed(origin: Option<&str>, host: Option<&str>) -> bool {
+/// without one (every non-browser client) pass. A server on a loopback
+/// address also wants a loopback `Host`: a page whose name was made to
+/// resolve to 127.0.0.1 (DNS rebinding) still sends its own name there.
+fn origin_allowed(origin: Option<&str>, host: Option<&str>, loopback: bool) -> bool {
+    let local = |h: &str| ["localhost", "127.0.0.1", "[::1]"].contains(&h);
+    let host = host.map(host_part);
+    if loopback && host.as_deref().is_some_and(|h| !local(h)) {
+        return false;
+    }
     let Some(origin) = origin else {
         return true;
     };
@@ -349,8 +358,7 @@ fn origin_allowed(origin: Option<&str>, host: Option<&str>) -> bool {
         return false;
     };
     let origin_host = host_part(rest);
-    ["localhost", "127.0.0.1", "[::1]"].contains(&origin_host.as_str())
-        || host.is_some_and(|h| host_part(h) == origin_host)
+    local(&origin_host) || host.is_some_and(|h| h == origin_host)
 }
 
 /// `host[:port]` without the port, lowercased.
