@@ -41,6 +41,8 @@ pub enum ErrorCode {
     InvalidOutput,
     ToolNotFound,
     InvalidParams,
+    /// An MCP tool's own failure (a result with `isError`).
+    ToolError,
     // The assistant (issue 5): a call the model asked for after the last
     // tool round allowed for one message, answered without running it.
     ToolRoundLimit,
@@ -78,6 +80,7 @@ impl ErrorCode {
             InvalidOutput => "INVALID_OUTPUT",
             ToolNotFound => "TOOL_NOT_FOUND",
             InvalidParams => "INVALID_PARAMS",
+            ToolError => "TOOL_ERROR",
             ToolRoundLimit => "TOOL_ROUND_LIMIT",
         }
     }

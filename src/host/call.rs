@@ -86,6 +86,10 @@ pub fn call(
             limits.max_output,
             limits.max_output,
         ),
+        Protocol::Mcp => {
+            let reply = crate::mcp::client::call(name, arguments, limits.timeout, cancel);
+            return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+        }
     };
     let proc = match spawned {
         Ok(proc) => proc,

@@ -167,14 +167,15 @@ fn result(name: &str, protocol: Protocol, stdout: &Capture) -> Result<Value, Str
                 text.strip_suffix('\n').unwrap_or(&text).to_string(),
             ))
         }
-        (Protocol::Ikigai, _) if bytes.iter().all(u8::is_ascii_whitespace) => Err(format!(
+        // MCP tools never reach here: their server answers, not a process.
+        (_, _) if bytes.iter().all(u8::is_ascii_whitespace) => Err(format!(
             "Tool '{name}' printed nothing on stdout; expected a JSON object"
         )),
-        (Protocol::Ikigai, Ok(other)) => Err(format!(
+        (_, Ok(other)) => Err(format!(
             "Tool '{name}' returned {}, not a JSON object",
             kind(&other)
         )),
-        (Protocol::Ikigai, Err(e)) => Err(format!("Tool '{name}' returned invalid JSON: {e}")),
+        (_, Err(e)) => Err(format!("Tool '{name}' returned invalid JSON: {e}")),
     }
 }
 

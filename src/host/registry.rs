@@ -15,6 +15,8 @@ pub enum Protocol {
     Ikigai,
     /// Answered only `--describe`; arguments as JSON in `$1`, stdin `/dev/null`.
     Shellclaw,
+    /// A tool of an MCP server, called through the MCP client.
+    Mcp,
 }
 
 impl Protocol {
@@ -22,14 +24,17 @@ impl Protocol {
         match self {
             Protocol::Ikigai => "ikigai",
             Protocol::Shellclaw => "shellclaw",
+            Protocol::Mcp => "mcp",
         }
     }
 
-    /// The flag that prints this protocol's schema.
+    /// The flag that prints this protocol's schema (none for MCP tools,
+    /// which their server lists).
     pub fn schema_flag(self) -> &'static str {
         match self {
             Protocol::Ikigai => "--schema",
             Protocol::Shellclaw => "--describe",
+            Protocol::Mcp => "",
         }
     }
 }
@@ -39,6 +44,8 @@ impl Protocol {
 pub enum Origin {
     System,
     User,
+    /// Listed by an MCP server of the user's configuration.
+    Mcp,
 }
 
 impl Origin {
@@ -46,6 +53,7 @@ impl Origin {
         match self {
             Origin::System => "system",
             Origin::User => "user",
+            Origin::Mcp => "mcp",
         }
     }
 }
@@ -57,12 +65,14 @@ pub struct Entry {
     pub name: String,
     pub description: String,
     /// The file as found in its directory (not resolved through links, so a
-    /// link to a multicall binary keeps the name that selects the tool).
+    /// link to a multicall binary keeps the name that selects the tool); for
+    /// an MCP tool, the name of its server.
     pub path: PathBuf,
     pub protocol: Protocol,
     pub origin: Origin,
     /// The normalised schema: `{"name", "description", "parameters"}` with
-    /// `parameters` in JSON-Schema form.
+    /// `parameters` in JSON-Schema form; an MCP tool's also keeps the
+    /// server's `annotations` (`readOnlyHint`, ...).
     pub schema: Value,
 }
 

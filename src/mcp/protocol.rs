@@ -24,8 +24,6 @@ pub fn supported_versions() -> Vec<&'static str> {
 
 /// `_meta` keys of the stateless revision.
 pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC and MCP error codes.

@@ -43,10 +43,6 @@ impl Service {
         Service { registry, limits }
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
     /// The era of one request: its `_meta` version when it names one (which
     /// must be the stateless revision), else the connection's handshake.
     pub fn era_of(params: &Value, negotiated: Option<&str>) -> Result<Era, RpcError> {
