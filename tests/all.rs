@@ -7,4 +7,5 @@ mod examples;
 mod front;
 mod host;
 mod install;
+mod mcp;
 mod tools;

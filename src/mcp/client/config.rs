@@ -135,7 +135,7 @@ pub fn expand(text: &str, env: &Env) -> Result<String, String> {
             None => (inner, None),
         };
         match (env.var(name), default) {
-            (Some(value), _) => out.push_str(&value),
+            (Some(value), _) => out.push_str(value),
             (None, Some(default)) => out.push_str(default),
             (None, None) => return Err(format!("the variable {name} is not set")),
         }

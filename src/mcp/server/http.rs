@@ -429,20 +429,41 @@ mod tests {
 
     #[test]
     fn origins() {
-        assert!(origin_allowed(None, None));
-        assert!(origin_allowed(Some("http://localhost:3000"), None));
+        assert!(origin_allowed(None, None, true));
+        assert!(origin_allowed(None, Some("localhost:9"), true));
+        assert!(origin_allowed(Some("http://localhost:3000"), None, true));
         assert!(origin_allowed(
             Some("http://127.0.0.1"),
-            Some("127.0.0.1:9")
+            Some("127.0.0.1:9"),
+            true
         ));
-        assert!(origin_allowed(Some("http://[::1]:8080"), None));
-        assert!(origin_allowed(Some("http://box.lan:9"), Some("box.lan:9")));
+        assert!(origin_allowed(
+            Some("http://[::1]:8080"),
+            Some("[::1]:9"),
+            true
+        ));
+        assert!(origin_allowed(
+            Some("http://box.lan:9"),
+            Some("box.lan:9"),
+            false
+        ));
+        assert!(!origin_allowed(
+            Some("http://box.lan:9"),
+            Some("box.lan:9"),
+            true
+        ));
+        assert!(!origin_allowed(None, Some("evil.example"), true));
         assert!(!origin_allowed(
             Some("https://evil.example"),
-            Some("127.0.0.1:9")
+            Some("127.0.0.1:9"),
+            true
         ));
-        assert!(!origin_allowed(Some("null"), Some("127.0.0.1:9")));
-        assert!(!origin_allowed(Some("http://localhost.evil.example"), None));
+        assert!(!origin_allowed(Some("null"), Some("127.0.0.1:9"), true));
+        assert!(!origin_allowed(
+            Some("http://localhost.evil.example"),
+            None,
+            true
+        ));
     }
 
     #[test]
