@@ -25,11 +25,13 @@ use connection::{Connection, Failure};
 
 use crate::error::ErrorCode;
 use crate::host::envelope;
-use crate::host::settings::format_secs;
+use crate::host::settings::{format_secs, parse_timeout};
 use crate::mcp::protocol::sanitise_name;
 use crate::tool::Env;
 
-/// What a server has to start, shake hands and list its tools.
+/// What a server has to start, shake hands and list its tools, unless
+/// `IKIGAI_MCP_START_TIMEOUT` (seconds) says otherwise: a server run through
+/// `npx` may first download itself.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest tool name providers accept.
 const NAME_MAX: usize = 64;
@@ -76,6 +78,10 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
         return (Vec::new(), Vec::new());
     };
     let env = Env::from_process();
+    let timeout = env
+        .var("IKIGAI_MCP_START_TIMEOUT")
+        .and_then(|t| parse_timeout(t).ok())
+        .unwrap_or(START_TIMEOUT);
     let configs = match config::load(path, &env) {
         Ok(configs) => configs,
         Err(reason) => {
@@ -86,7 +92,7 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
     let started: Vec<_> = std::thread::scope(|s| {
         let jobs: Vec<_> = configs
             .iter()
-            .map(|c| (c, s.spawn(move || open(c))))
+            .map(|c| (c, s.spawn(move || open(c, timeout))))
             .collect();
         jobs.into_iter()
             .map(|(c, job)| {
@@ -124,15 +130,18 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
     (tools, failed)
 }
 
-/// Starts one server and lists its tools within START_TIMEOUT.
-fn open(config: &config::ServerConfig) -> Result<(Connection, Vec<Value>), String> {
+/// Starts one server and lists its tools within `timeout`.
+fn open(
+    config: &config::ServerConfig,
+    timeout: Duration,
+) -> Result<(Connection, Vec<Value>), String> {
     let transport = config.transport.clone()?;
     let connection = Connection::open(&transport)?;
-    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let deadline = std::time::Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(std::time::Instant::now());
     let listed = connection
         .initialize(left())
-        .map_err(|f| format!("initialize: {}", f.describe(START_TIMEOUT)))
+        .map_err(|f| format!("initialize: {}", f.describe(timeout)))
         .and_then(|_| {
             let mut tools = Vec::new();
             let mut cursor: Option<String> = None;
@@ -143,7 +152,7 @@ fn open(config: &config::ServerConfig) -> Result<(Connection, Vec<Value>), Strin
                 };
                 let page = connection
                     .request("tools/list", params, left(), None)
-                    .map_err(|f| format!("tools/list: {}", f.describe(START_TIMEOUT)))?;
+                    .map_err(|f| format!("tools/list: {}", f.describe(timeout)))?;
                 tools.extend(page["tools"].as_array().cloned().unwrap_or_default());
                 cursor = page["nextCursor"].as_str().map(str::to_string);
                 if cursor.is_none() {
