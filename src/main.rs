@@ -22,12 +22,17 @@ use dispatch::Personality;
 fn main() -> ExitCode {
     match dispatch::resolve(std::env::args_os().collect()) {
         Personality::Tool(tool, rest) => runner::run(tool, &rest),
-        Personality::Host(rest) => match host::main(rest) {
-            host::Start::Done(code) => code,
-            host::Start::Assistant(cli, settings, resume_id) => {
-                assistant::main(*cli, settings, resume_id)
-            }
-        },
+        Personality::Host(rest) => {
+            let code = match host::main(rest) {
+                host::Start::Done(code) => code,
+                host::Start::Assistant(cli, settings, resume_id) => {
+                    assistant::main(*cli, settings, resume_id)
+                }
+            };
+            // The MCP servers the host started end before it does, in order.
+            mcp::client::stop_all();
+            code
+        }
         Personality::Mcp(rest) => mcp::server::main(rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();

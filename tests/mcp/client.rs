@@ -96,6 +96,22 @@ fn fastmcp_tools_are_listed_and_called() {
     assert_eq!(page["schema"]["annotations"], json!({"readOnlyHint": true}));
     assert_eq!(page["schema"]["parameters"]["type"], "object");
 
+    // Offered to the model like any tool, without the annotations.
+    let array = host(&config, home.path())
+        .args(["schema", "--provider", "anthropic"])
+        .json();
+    let hello = array
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fast__hello")
+        .expect("the MCP tool in the tools array");
+    assert_eq!(
+        hello["input_schema"]["properties"]["name"]["type"],
+        "string"
+    );
+    assert!(!array.to_string().contains("readOnlyHint"));
+
     let out = call(
         &config,
         home.path(),

@@ -301,18 +301,28 @@ impl StdioConnection {
         why
     }
 
+    /// Ends the server as the protocol asks: stdin closed, a second to
+    /// exit by itself (a pending `notifications/cancelled` is handled
+    /// first), then SIGTERM, then SIGKILL for whatever is left of its group.
     fn stop(&self) {
-        // Closing stdin is the protocol's own way to end a server.
         self.stdin.lock().unwrap().take();
         let mut child = self.child.lock().unwrap();
-        let deadline = Instant::now() + Duration::from_millis(500);
-        // SAFETY: kill only sends a signal, to the group the server leads.
-        unsafe { libc::kill(-self.pgid, libc::SIGTERM) };
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
+        let exits_within = |child: &mut Child, wait: Duration| {
+            let deadline = Instant::now() + wait;
+            loop {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            std::thread::sleep(Duration::from_millis(10));
+        };
+        if !exits_within(&mut child, Duration::from_secs(1)) {
+            // SAFETY: kill only sends a signal, to the group the server leads.
+            unsafe { libc::kill(-self.pgid, libc::SIGTERM) };
+            exits_within(&mut child, Duration::from_millis(500));
         }
         // SAFETY: as above; whatever is left of the group ends now.
         unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
