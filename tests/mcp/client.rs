@@ -325,3 +325,48 @@ fn the_reference_server_everything() {
     let result = &out.json()["result"];
     assert!(result["temperature"].is_number(), "{out:?}");
 }
+
+#[test]
+fn refresh_restarts_the_servers() {
+    let tools = tools_dir();
+    let home = tempfile::tempdir().unwrap();
+    let starts = home.path().join("starts");
+    // A server that notes each start, then becomes ikigai-tools mcp.
+    let script = format!(
+        "echo started >> '{}'; exec '{}' mcp --libexec-dir '{}' --tools-dir '{}'",
+        starts.display(),
+        bin().display(),
+        tools.path().display(),
+        tools.path().join("none").display()
+    );
+    let config = write_config(
+        home.path(),
+        json!({"ours": {"command": "sh", "args": ["-c", script]}}),
+    );
+    let mut assistant = host(&config, home.path());
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "IKIGAI_PROVIDER",
+    ] {
+        assistant = assistant.env_remove(var);
+    }
+    let out = assistant
+        .stdin("/tool mcp__ours__glob\n/refresh\n")
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("Tool: mcp__ours__glob\nServer: ours (MCP)\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("Tools refreshed. 9 tools available."),
+        "{}",
+        out.stdout
+    );
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 2, "one start, one restart");
+}
