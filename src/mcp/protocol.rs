@@ -1,7 +1,10 @@
 //! What MCP says on the wire, for both halves: JSON-RPC 2.0 messages (a
 //! small hand-written layer over serde_json: the protocol needs a handful of
 //! methods, not an SDK and an async runtime), the protocol revisions we
-//! speak, the `_meta` keys of the stateless revision, and the error codes.
+//! speak, the `_meta` keys of the stateless revision, the error codes, and
+//! the reading of one stdio line with a bound on its length.
+
+use std::io::{self, BufRead, Read};
 
 use serde_json::{json, Map, Value};
 
@@ -175,6 +178,38 @@ pub fn meta_version(params: &Value) -> Option<&Value> {
     params.get("_meta")?.get(META_VERSION)
 }
 
+/// The longest message read from a stdio peer; a longer line is refused,
+/// not held.
+pub const LINE_LIMIT: u64 = 64 << 20;
+
+/// What one read of a newline-delimited stream gave.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// A line (or the last bytes before the end) is in the buffer.
+    Message,
+    /// A line longer than the limit: read and dropped, so memory stays
+    /// bounded whatever a client sends.
+    TooLong,
+    End,
+}
+
+pub fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, limit: u64) -> io::Result<Line> {
+    line.clear();
+    if input.take(limit + 1).read_until(b'\n', line)? == 0 {
+        return Ok(Line::End);
+    }
+    if line.len() as u64 <= limit || line.ends_with(b"\n") {
+        return Ok(Line::Message);
+    }
+    loop {
+        line.clear();
+        if input.take(limit).read_until(b'\n', line)? == 0 || line.ends_with(b"\n") {
+            line.clear();
+            return Ok(Line::TooLong);
+        }
+    }
+}
+
 /// A tool name as MCP clients accept it everywhere: `[A-Za-z0-9_-]`, every
 /// other character `_`, at most `max` characters.
 pub fn sanitise_name(name: &str, max: usize) -> String {
@@ -244,5 +279,28 @@ mod tests {
         assert_eq!(sanitise_name("a.b c-d_e", 64), "a_b_c-d_e");
         assert_eq!(sanitise_name("é", 64), "_");
         assert_eq!(sanitise_name(&"x".repeat(80), 64).len(), 64);
+    }
+
+    #[test]
+    fn long_lines_are_dropped_and_reading_goes_on() {
+        let mut input: &[u8] = b"{\"a\":1}\n0123456789abcdef\nshort\nlast";
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let got = read_line(&mut input, &mut line, 8).unwrap();
+            if got == Line::End {
+                break;
+            }
+            seen.push((got, String::from_utf8_lossy(&line).into_owned()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (Line::Message, "{\"a\":1}\n".to_string()),
+                (Line::TooLong, String::new()),
+                (Line::Message, "short\n".to_string()),
+                (Line::Message, "last".to_string()),
+            ]
+        );
     }
 }

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::config::Transport;
-use crate::mcp::protocol::{self, Message, RpcError, LATEST_HANDSHAKE};
+use crate::mcp::protocol::{
+    self, read_line, Line, Message, RpcError, LATEST_HANDSHAKE, LINE_LIMIT,
+};
 
 /// How often a waiting request looks at its cancel flag.
 const POLL: Duration = Duration::from_millis(25);
@@ -342,10 +344,10 @@ fn read_replies(
     let mut lines = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match read_line(&mut lines, &mut line, LINE_LIMIT) {
+            Ok(Line::End) | Err(_) => break,
+            Ok(Line::TooLong) => continue,
+            Ok(Line::Message) => {}
         }
         let Ok(value) = serde_json::from_slice::<Value>(&line) else {
             continue;

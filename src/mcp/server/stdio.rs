@@ -7,7 +7,7 @@
 //! ends.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use serde_json::Value;
 
 use super::service::Service;
-use crate::mcp::protocol::{self, code, Message, RpcError};
+use crate::mcp::protocol::{self, code, read_line, Line, Message, RpcError, LINE_LIMIT};
 
 /// Writes whole lines to stdout, one message at a time.
 #[derive(Clone)]
@@ -30,9 +30,6 @@ impl Out {
         let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
     }
 }
-
-/// The longest message read; a longer line is refused, not held.
-const LINE_LIMIT: u64 = 64 << 20;
 
 /// The calls running now, by request id (its JSON text).
 type InFlight = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
@@ -127,65 +124,9 @@ pub fn serve(service: Arc<Service>) {
     }
 }
 
-/// What one read from stdin gave.
-#[derive(Debug, PartialEq)]
-enum Line {
-    /// A line (or the last bytes before the end) is in the buffer.
-    Message,
-    /// A line longer than the limit: read and dropped, so memory stays
-    /// bounded whatever a client sends.
-    TooLong,
-    End,
-}
-
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, limit: u64) -> io::Result<Line> {
-    line.clear();
-    if input.take(limit + 1).read_until(b'\n', line)? == 0 {
-        return Ok(Line::End);
-    }
-    if line.len() as u64 <= limit || line.ends_with(b"\n") {
-        return Ok(Line::Message);
-    }
-    loop {
-        line.clear();
-        if input.take(limit).read_until(b'\n', line)? == 0 || line.ends_with(b"\n") {
-            line.clear();
-            return Ok(Line::TooLong);
-        }
-    }
-}
-
 fn answer(id: &Value, result: Result<Value, RpcError>) -> Value {
     match result {
         Ok(result) => protocol::result_response(id, result),
         Err(error) => protocol::error_response(id, &error),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_lines_are_dropped_and_reading_goes_on() {
-        let mut input: &[u8] = b"{\"a\":1}\n0123456789abcdef\nshort\nlast";
-        let mut line = Vec::new();
-        let mut seen = Vec::new();
-        loop {
-            let got = read_line(&mut input, &mut line, 8).unwrap();
-            if got == Line::End {
-                break;
-            }
-            seen.push((got, String::from_utf8_lossy(&line).into_owned()));
-        }
-        assert_eq!(
-            seen,
-            [
-                (Line::Message, "{\"a\":1}\n".to_string()),
-                (Line::TooLong, String::new()),
-                (Line::Message, "short\n".to_string()),
-                (Line::Message, "last".to_string()),
-            ]
-        );
     }
 }
