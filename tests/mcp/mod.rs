@@ -107,6 +107,11 @@ pub fn tools_dir() -> tempfile::TempDir {
     dir
 }
 
+/// A user tools directory that does not exist.
+fn tools_dir_placeholder() -> PathBuf {
+    Path::new("/nonexistent/ikigai-mcp-test-tools").to_path_buf()
+}
+
 /// `ikigai-tools mcp` over stdio, spoken to line by line.
 pub struct StdioServer {
     child: Child,
@@ -117,13 +122,18 @@ pub struct StdioServer {
 
 impl StdioServer {
     pub fn start(extra: &[&str]) -> StdioServer {
+        StdioServer::with_user_tools(&tools_dir_placeholder(), extra)
+    }
+
+    /// The server over our nine tools and `user` as the user's tools.
+    pub fn with_user_tools(user: &Path, extra: &[&str]) -> StdioServer {
         let tools = tools_dir();
         let mut child = Command::new(bin())
             .arg("mcp")
             .arg("--libexec-dir")
             .arg(tools.path())
             .arg("--tools-dir")
-            .arg(tools.path().join("none"))
+            .arg(user)
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -436,3 +436,38 @@ fn http_sessions_headers_and_origins() {
     let (status, _, _) = post(url, &[], &json!("not a message"));
     assert_eq!(status, 400);
 }
+
+#[test]
+fn stdio_says_when_the_tools_change() {
+    let user = tempfile::tempdir().unwrap();
+    let mut s = StdioServer::with_user_tools(user.path(), &[]);
+    s.send(&request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    ));
+    assert_eq!(
+        s.recv()["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+    std::os::unix::fs::symlink(
+        fixture("conformance/test_simple_text"),
+        user.path().join("test_simple_text"),
+    )
+    .unwrap();
+    assert_eq!(
+        s.recv(),
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}})
+    );
+    s.send(&request(2, "tools/list", json!({})));
+    let names: Vec<String> = s.recv()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"test_simple_text".to_string()), "{names:?}");
+    assert_eq!(names.len(), 10);
+    assert_eq!(s.finish(), Some(0));
+}

@@ -131,7 +131,9 @@ fn post(mut request: Request, service: &Service, sessions: &Sessions) {
         reply(request, status, Some(&error_body(&id, &error)), None)
     };
     if method == "initialize" {
-        let (version, result) = service.initialize(&params);
+        // No stream carries server-initiated notifications here; the list
+        // itself stays current.
+        let (version, result) = service.initialize(&params, false);
         let session_id = new_session_id();
         let session = Session {
             version,

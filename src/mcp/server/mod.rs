@@ -1,16 +1,20 @@
 //! `ikigai-tools mcp`: every tool the host discovers (the system and user
 //! tool directories, both tool protocols), offered to MCP clients over stdio
 //! or, with `--http HOST:PORT`, Streamable HTTP at `/mcp`. Calls run through
-//! the host's own call path, with the host's limits. This server never
-//! starts the MCP servers of the host's own configuration: it serves local
-//! tools only, so an agent that lists us cannot make us start it again.
+//! the host's own call path, with the host's limits. The tool directories
+//! are watched: when they change, the tools are discovered again (and a
+//! stdio client is told with `notifications/tools/list_changed`). This
+//! server never starts the MCP servers of the host's own configuration: it
+//! serves local tools only, so an agent that lists us cannot make us start
+//! it again.
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, SystemTime};
 
 use argh::FromArgs;
 
@@ -119,6 +123,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     settings.mcp_config = None;
     // The sandbox fields are read once the host's calls can be sandboxed.
     let _ = &sandbox;
+    // Taken before discovery, so a change made during it is seen.
+    let seen = fingerprint(&settings);
     let registry = discovery::discover(&settings);
     for skipped in registry.skipped() {
         eprintln!(
@@ -128,9 +134,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         );
     }
     let service = Arc::new(service::Service::new(registry, settings.limits));
+    let changes = watch(settings, seen, service.clone());
     match addr {
         None => {
-            stdio::serve(service);
+            stdio::serve(service, changes);
             ExitCode::SUCCESS
         }
         Some(addr) => match http::serve(service, addr) {
@@ -141,6 +148,63 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             }
         },
     }
+}
+
+/// How often the tool directories are looked at.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// Looks at the tool directories every two seconds; when a file in them
+/// changed since `seen`, discovers again and offers the new tools, and says
+/// so on the returned channel when the tools differ.
+fn watch(
+    settings: Settings,
+    mut seen: Fingerprint,
+    service: Arc<service::Service>,
+) -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(WATCH_EVERY);
+            let now = fingerprint(&settings);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            // Over HTTP nobody listens; the list itself stays current.
+            if service.replace(discovery::discover(&settings)) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx
+}
+
+/// What the tool directories hold: each file's path, modification time,
+/// size and mode (through links), and the directories' own times.
+type Fingerprint = Vec<(PathBuf, Option<SystemTime>, u64, u32)>;
+
+/// The tool directories' fingerprint now.
+fn fingerprint(settings: &Settings) -> Fingerprint {
+    let mut marks = Vec::new();
+    let mut mark = |path: PathBuf| {
+        let meta = std::fs::metadata(&path).ok();
+        let modified = meta.as_ref().and_then(|m| m.modified().ok());
+        let (len, mode) = meta.map_or((0, 0), |m| (m.len(), m.permissions().mode()));
+        marks.push((path, modified, len, mode));
+    };
+    for dir in [&settings.system_dir, &settings.user_dir]
+        .into_iter()
+        .flatten()
+    {
+        mark(dir.clone());
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                mark(entry.path());
+            }
+        }
+    }
+    marks.sort();
+    marks
 }
 
 fn usage(what: &str) -> ExitCode {

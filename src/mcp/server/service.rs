@@ -6,6 +6,7 @@
 //! assistant's; the envelope then becomes an MCP result.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Map, Value};
 
@@ -20,7 +21,7 @@ use crate::mcp::protocol::{
 /// Tools per `tools/list` page.
 const PAGE: usize = 100;
 /// How long a stateless client may cache `tools/list` and `server/discover`:
-/// the tools are discovered once, when the server starts.
+/// the tools change only when someone changes the tool directories.
 const TTL_MS: u64 = 60_000;
 
 /// Which revision a request is served under.
@@ -34,13 +35,34 @@ pub enum Era {
 
 /// The tools on offer and what a call may cost.
 pub struct Service {
-    registry: Registry,
+    /// Swapped whole when the tool directories change; a running call keeps
+    /// the registry it started with.
+    registry: RwLock<Arc<Registry>>,
     limits: Limits,
 }
 
 impl Service {
     pub fn new(registry: Registry, limits: Limits) -> Service {
-        Service { registry, limits }
+        Service {
+            registry: RwLock::new(Arc::new(registry)),
+            limits,
+        }
+    }
+
+    fn registry(&self) -> Arc<Registry> {
+        self.registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Offers `registry` from now on; true when its tools differ from those
+    /// offered before.
+    pub fn replace(&self, registry: Registry) -> bool {
+        let mut current = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        let changed = current.entries() != registry.entries();
+        *current = Arc::new(registry);
+        changed
     }
 
     /// The era of one request: its `_meta` version when it names one (which
@@ -57,7 +79,7 @@ impl Service {
 
     /// Answers `initialize`: the client's revision when we speak it, else
     /// our newest, as the handshake asks.
-    pub fn initialize(&self, params: &Value) -> (String, Value) {
+    pub fn initialize(&self, params: &Value, list_changed: bool) -> (String, Value) {
         let asked = params["protocolVersion"].as_str().unwrap_or_default();
         let version = if HANDSHAKE_VERSIONS.contains(&asked) {
             asked
@@ -66,7 +88,7 @@ impl Service {
         };
         let result = json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {"listChanged": list_changed}},
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
         });
@@ -104,7 +126,8 @@ impl Service {
     }
 
     fn list(&self, era: &Era, params: &Value) -> Result<Value, RpcError> {
-        let entries = self.registry.entries();
+        let registry = self.registry();
+        let entries = registry.entries();
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => c
@@ -147,7 +170,8 @@ impl Service {
             Some(_) => return Err(RpcError::invalid_params("\"name\" must be a string")),
             None => return Err(RpcError::invalid_params("tools/call needs a \"name\"")),
         };
-        if self.registry.lookup(name).is_none() {
+        let registry = self.registry();
+        if registry.lookup(name).is_none() {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         }
         let arguments = match params.get("arguments") {
@@ -159,7 +183,7 @@ impl Service {
                 ))
             }
         };
-        let outcome = call::call(&self.registry, name, &arguments, &self.limits, cancel);
+        let outcome = call::call(&registry, name, &arguments, &self.limits, cancel);
         Ok(tool_result(&outcome.envelope))
     }
 }
@@ -247,17 +271,29 @@ mod tests {
     fn initialize_negotiates() {
         let s = service(0);
         assert_eq!(
-            s.initialize(&json!({"protocolVersion": "2025-03-26"})).0,
+            s.initialize(&json!({"protocolVersion": "2025-03-26"}), false)
+                .0,
             "2025-03-26"
         );
         assert_eq!(
-            s.initialize(&json!({"protocolVersion": "2099-01-01"})).0,
+            s.initialize(&json!({"protocolVersion": "2099-01-01"}), false)
+                .0,
             LATEST_HANDSHAKE
         );
         assert_eq!(
-            s.initialize(&json!({})).1["capabilities"],
-            json!({"tools": {}})
+            s.initialize(&json!({}), true).1["capabilities"],
+            json!({"tools": {"listChanged": true}})
         );
+    }
+
+    #[test]
+    fn a_new_registry_is_offered_at_once() {
+        let s = service(2);
+        let era = Era::Modern;
+        assert!(!s.replace(service(2).registry().as_ref().clone()));
+        assert!(s.replace(service(3).registry().as_ref().clone()));
+        let listed = s.handle(&era, "tools/list", &json!({}), None).unwrap();
+        assert_eq!(listed["tools"].as_array().unwrap().len(), 3);
     }
 
     #[test]

@@ -4,15 +4,15 @@
 //! `notifications/cancelled` can stop one (its processes are killed). A
 //! line that is not JSON is answered with a parse error and the server
 //! reads on; at the end of stdin it lets the running calls finish, then
-//! ends.
+//! ends. When the tool directories change, the client is told.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::service::Service;
 use crate::mcp::protocol::{self, code, read_line, Line, Message, RpcError, LINE_LIMIT};
@@ -34,8 +34,19 @@ impl Out {
 /// The calls running now, by request id (its JSON text).
 type InFlight = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
 
-pub fn serve(service: Arc<Service>) {
+/// Serves until stdin ends. `changes` yields once each time the tools on
+/// offer change; the client is told with `notifications/tools/list_changed`.
+pub fn serve(service: Arc<Service>, changes: mpsc::Receiver<()>) {
     let out = Out(Arc::new(Mutex::new(io::stdout())));
+    let notifier = out.clone();
+    std::thread::spawn(move || {
+        for () in changes {
+            notifier.send(&protocol::notification(
+                "notifications/tools/list_changed",
+                json!({}),
+            ));
+        }
+    });
     let in_flight: InFlight = Arc::default();
     let mut negotiated: Option<String> = None;
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
@@ -90,7 +101,7 @@ pub fn serve(service: Arc<Service>) {
             Ok(Message::Request { id, method, params }) => (id, method, params),
         };
         if method == "initialize" {
-            let (version, result) = service.initialize(&params);
+            let (version, result) = service.initialize(&params, true);
             negotiated = Some(version);
             out.send(&protocol::result_response(&id, result));
             continue;
