@@ -183,7 +183,9 @@ type Reply = mpsc::Sender<Result<Value, Failure>>;
 
 pub struct StdioConnection {
     child: Mutex<Child>,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// Shared with the reader thread, which answers the server's own
+    /// requests; one descriptor, so taking it closes the server's stdin.
+    stdin: Arc<Mutex<Option<ChildStdin>>>,
     pending: Arc<Mutex<HashMap<i64, Reply>>>,
     next_id: AtomicI64,
     stderr: Arc<Mutex<String>>,
@@ -229,32 +231,16 @@ impl StdioConnection {
         std::thread::spawn(move || keep_tail(stderr_pipe, &kept));
         let connection = StdioConnection {
             child: Mutex::new(child),
-            stdin: Mutex::new(stdin),
+            stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::default(),
             next_id: AtomicI64::new(1),
             stderr,
             pgid,
         };
         let pending = connection.pending.clone();
-        let stdin_for_replies = connection.stdin_writer();
-        std::thread::spawn(move || read_replies(stdout, &pending, &stdin_for_replies));
+        let stdin = connection.stdin.clone();
+        std::thread::spawn(move || read_replies(stdout, &pending, &stdin));
         Ok(connection)
-    }
-
-    /// A second handle on the server's stdin, for answers to its own
-    /// requests (the reader thread sends them).
-    fn stdin_writer(&self) -> Arc<Mutex<Option<ChildStdin>>> {
-        let fd = self
-            .stdin
-            .lock()
-            .unwrap()
-            .as_ref()
-            .and_then(|s| {
-                use std::os::fd::AsFd;
-                s.as_fd().try_clone_to_owned().ok()
-            })
-            .map(ChildStdin::from);
-        Arc::new(Mutex::new(fd))
     }
 
     fn send(
