@@ -180,6 +180,29 @@ fn a_server_gets_no_secrets_but_what_its_config_names() {
 }
 
 #[test]
+fn ctrl_c_cancels_the_call_on_the_server() {
+    let Some(python) = python() else { return };
+    let _peer = one_peer_at_a_time();
+    let home = tempfile::tempdir().unwrap();
+    let mark = home.path().join("mark");
+    let config = write_config(home.path(), json!({ "fast": fastmcp_stdio(python, &mark) }));
+    let pidfile = home.path().join("mark.pid");
+    let out = host(&config, home.path())
+        .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
+        .output_interrupting(|| pidfile.exists());
+    assert_eq!(out.code, 130, "{out:?}");
+    let e = out.json();
+    assert_eq!(e["error_code"], "TOOL_TIMEOUT");
+    assert_eq!(
+        e["error"],
+        "Tool 'mcp__fast__sleepy' was interrupted by the user before it finished"
+    );
+    assert!(eventually(
+        || std::fs::read_to_string(&mark).is_ok_and(|t| t == "cancelled")
+    ));
+}
+
+#[test]
 fn servers_end_with_the_host() {
     let Some(python) = python() else { return };
     let _peer = one_peer_at_a_time();
