@@ -801,6 +801,112 @@ def bench_fetch(t):
     return rows
 
 
+MCP_PEER = "@modelcontextprotocol/server-filesystem@2026.8.31"
+MCP_CALLS = 200
+
+
+class McpStdio:
+    """A stdio MCP server under a minimal JSON-RPC client: one line out, one
+    line back (the server's notifications are skipped)."""
+
+    def __init__(self, argv, cwd):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, cwd=cwd)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message):
+        self.p.stdin.write((json.dumps(message) + "\n").encode())
+        self.p.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise Wrong(f"the MCP server ended before answering {method}")
+            answer = json.loads(line)
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    raise Wrong(f"{method}: {answer['error']}")
+                return answer["result"]
+
+    def rss(self):
+        with open(f"/proc/{self.p.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def close(self):
+        self.p.stdin.close()
+        try:
+            self.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def mcp_peer():
+    """server-filesystem, installed with npm under the bench dir."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        raise Skip("node and npm are needed for server-filesystem")
+    prefix = os.path.join(BENCH_DIR, "mcp-node")
+    server = os.path.join(prefix, "node_modules", ".bin", "mcp-server-filesystem")
+    marker = os.path.join(prefix, ".installed-" + MCP_PEER.replace("/", "_"))
+    if not os.path.exists(marker):
+        os.makedirs(prefix, exist_ok=True)
+        run(["npm", "install", "--no-audit", "--no-fund", "--prefix", prefix, MCP_PEER])
+        open(marker, "w").close()
+    return server
+
+
+def bench_mcp(t):
+    path, text = small_file()
+    peer = mcp_peer()
+    ours = McpStdio([BIN, "mcp", "--libexec-dir", LIBEXEC, "--tools-dir", empty_dir("mcp-tools")],
+                    cwd=DATA)
+    theirs = McpStdio([peer, DATA], cwd=DATA)
+    try:
+        t.max_load = max(t.max_load, loadavg())
+        idle = {"ours": ours.rss(), "peer": theirs.rss()}
+        calls = {
+            "ours": (ours, "file_read", {"file_path": path},
+                     lambda r: r.get("structuredContent", {}).get("output")),
+            "peer": (theirs, "read_text_file", {"path": path},
+                     lambda r: r["content"][0]["text"]),
+        }
+        for label, (server, tool, args, text_of) in calls.items():
+            got = text_of(server.request("tools/call", {"name": tool, "arguments": args}))
+            if got != text:
+                raise Wrong(f"{label} read {str(got)[:100]!r}, not the file's {len(text)} bytes")
+        # Two alternating rounds (ours, peer, ours, peer), as everywhere in
+        # the suite, each a block of calls on the same connection.
+        times = {label: [] for label in calls}
+        for _ in range(2):
+            for label, (server, tool, args, _) in calls.items():
+                for _ in range(MCP_CALLS // 2):
+                    start = time.perf_counter()
+                    server.request("tools/call", {"name": tool, "arguments": args})
+                    times[label].append(time.perf_counter() - start)
+        t.max_load = max(t.max_load, loadavg())
+    finally:
+        ours.close()
+        theirs.close()
+    m = {label: statistics.median(v) for label, v in times.items()}
+    return [
+        ratio_row("mcp", f"tools/call round trip, read a {len(text)} B file",
+                  m["ours"], "server-filesystem read_text_file", m["peer"], 0.5),
+        row("mcp", "idle server memory (RSS)", ours=fmt_bytes(idle["ours"]),
+            peer="server-filesystem", peer_time=fmt_bytes(idle["peer"]),
+            ratio=f"{idle['ours'] / idle['peer']:.2f}", ours_bytes=idle["ours"],
+            peer_bytes=idle["peer"]),
+    ]
+
+
 BENCHES = {
     "call": (bench_call, ["file-read of a small file"]),
     "sandbox": (bench_sandbox, ["file-read, workspace-write, network off",
@@ -812,6 +918,7 @@ BENCHES = {
     "edit-big": (bench_edit_big, ["one line of a 200 MB file"]),
     "read-big": (bench_read_big, ["offset/limit deep in a 200 MB file"]),
     "fetch": (bench_fetch, ["web-fetch of a 5 MB page"]),
+    "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
@@ -827,6 +934,7 @@ CORPORA = {
     "edit-big": [big_file],
     "read-big": [big_file],
     "fetch": [html_page],
+    "mcp": [small_file],
 }
 
 

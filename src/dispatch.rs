@@ -16,6 +16,8 @@ pub enum Personality {
     /// Fence in and contain one tool call (`ikigai-tools sandbox-exec`,
     /// started by the host; not a tool, so not listed).
     SandboxExec(Vec<OsString>),
+    /// Serve the tools over MCP, with the remaining arguments.
+    Mcp(Vec<OsString>),
     List,
     Help,
     Version,
@@ -25,6 +27,8 @@ pub enum Personality {
 
 /// The host's own name, as argv[0] or as the first argument.
 pub const HOST_NAME: &str = "ikigai";
+/// The MCP server's name, as the first argument.
+pub const MCP_NAME: &str = "mcp";
 
 pub fn resolve(argv: Vec<OsString>) -> Personality {
     let mut argv = argv.into_iter();
@@ -48,6 +52,7 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
         "--list" => Personality::List,
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,
+        MCP_NAME => Personality::Mcp(rest[1..].to_vec()),
         name => by_name(name, &rest[1..]).unwrap_or(Personality::Unknown(first)),
     }
 }
@@ -117,6 +122,9 @@ mod tests {
         );
         assert!(
             matches!(resolve(argv(&["ikigai-tools", "ikigai"])), Personality::Host(r) if r.is_empty())
+        );
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "mcp", "--http", "9"])), Personality::Mcp(r) if r == argv(&["--http", "9"]))
         );
     }
 

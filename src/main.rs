@@ -12,6 +12,7 @@ mod env;
 mod error;
 mod exit;
 mod host;
+mod mcp;
 mod out;
 mod protocol;
 mod runner;
@@ -28,13 +29,19 @@ use dispatch::Personality;
 fn main() -> ExitCode {
     match dispatch::resolve(std::env::args_os().collect()) {
         Personality::Tool(tool, rest) => runner::run(tool, &rest),
-        Personality::Host(rest) => match host::main(rest) {
-            host::Start::Done(code) => code,
-            host::Start::Assistant(cli, settings, resume_id, config) => {
-                assistant::main(*cli, *settings, resume_id, *config)
-            }
-        },
+        Personality::Host(rest) => {
+            let code = match host::main(rest) {
+                host::Start::Done(code) => code,
+                host::Start::Assistant(cli, settings, resume_id, config) => {
+                    assistant::main(*cli, *settings, resume_id, *config)
+                }
+            };
+            // The MCP servers the host started end before it does, in order.
+            mcp::client::stop_all();
+            code
+        }
         Personality::SandboxExec(rest) => sandbox::exec::main(&rest),
+        Personality::Mcp(rest) => mcp::server::main(rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             out::print_out(names.join("\n").as_bytes(), true);
@@ -72,6 +79,7 @@ fn help() -> String {
          usage: ikigai-tools TOOL [--schema | --describe | ARGS_JSON] < ARGS.json\n       \
          TOOL [...]              (through a link named after the tool)\n       \
          ikigai [...]            (the host)\n       \
+         ikigai-tools mcp [--http HOST:PORT]  (the tools as an MCP server)\n       \
          ikigai-tools --list | --help | --version\n\ntools:\n",
     );
     for tool in tools::TOOLS {

@@ -10,6 +10,9 @@ pub enum Protocol {
     Ikigai,
     /// Answered only `--describe`; arguments as JSON in `$1`, stdin `/dev/null`.
     Shellclaw,
+    /// A tool of an MCP server: the host's MCP client carries its calls
+    /// (never a tool process of ours).
+    Mcp,
 }
 
 impl Protocol {
@@ -17,14 +20,17 @@ impl Protocol {
         match self {
             Protocol::Ikigai => "ikigai",
             Protocol::Shellclaw => "shellclaw",
+            Protocol::Mcp => "mcp",
         }
     }
 
-    /// The flag that prints this protocol's schema.
+    /// The flag that prints this protocol's schema (none for MCP tools,
+    /// which their server lists).
     pub fn schema_flag(self) -> &'static str {
         match self {
             Protocol::Ikigai => "--schema",
             Protocol::Shellclaw => "--describe",
+            Protocol::Mcp => "",
         }
     }
 }

@@ -7,5 +7,6 @@ mod examples;
 mod front;
 mod host;
 mod install;
+mod mcp;
 mod sandbox;
 mod tools;

@@ -109,6 +109,12 @@ pub fn call_watched(
     let (args, input) = match entry.protocol {
         Protocol::Ikigai => (vec![], Some(json.into_bytes())),
         Protocol::Shellclaw => (vec![OsString::from(json)], None),
+        // An MCP tool runs in its server, which the host started (and
+        // fenced like any process it starts); the client carries the call.
+        Protocol::Mcp => {
+            let reply = crate::mcp::client::call(name, arguments, limits.timeout, cancel);
+            return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+        }
     };
     let contained = settings.sandbox.contain || fence.mode.confines();
     if contained && !entry.path.exists() {

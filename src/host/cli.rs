@@ -110,6 +110,11 @@ pub struct Ikigai {
     #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
     pub model_output: Option<usize>,
 
+    /// the MCP servers to use as tools, in the {"mcpServers": ...} shape
+    /// (default: $IKIGAI_MCP_CONFIG, else ~/.ikigai/mcp.json)
+    #[argh(option, arg_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+
     #[argh(subcommand)]
     pub command: Option<Subcommand>,
 }
@@ -125,11 +130,12 @@ impl Ikigai {
             sandbox: self.sandbox,
             add_dirs: self.add_dir.clone(),
             network: self.network,
+            mcp_config: self.mcp_config.clone(),
         }
     }
 }
 
-fn parse_mode(text: &str) -> Result<Mode, String> {
+pub fn parse_mode(text: &str) -> Result<Mode, String> {
     Mode::parse(text)
 }
 
@@ -230,6 +236,7 @@ const TAKES_VALUE: &[&str] = &[
     "--allow",
     "--deny",
     "--model-output",
+    "--mcp-config",
 ];
 
 /// `-h` as `--help`, which is all argh knows, wherever it is not an

@@ -28,16 +28,34 @@ const STDERR_CAP: usize = 4096;
 /// The longest quote of a tool's own words in a reason.
 const QUOTE: usize = 160;
 
-/// Scans the configured directories and returns the registry. Blocking (at
-/// most about the discovery deadline); safe to call from any thread.
+/// Scans the configured directories and returns the registry, with the
+/// tools of the configured MCP servers, which (re)start meanwhile. Blocking
+/// (at most about the discovery deadline, or the MCP servers' start
+/// timeout when there are any); safe to call from any thread.
 pub fn discover(settings: &Settings) -> Registry {
-    let mut candidates = Vec::new();
-    let mut skipped = Vec::new();
-    for (dir, origin) in directories(settings) {
-        scan(&dir, origin, &mut candidates, &mut skipped);
-    }
-    let found = probe_all(candidates, settings, &mut skipped);
-    Registry::build(found, skipped)
+    std::thread::scope(|s| {
+        let mcp = s.spawn(|| crate::mcp::client::start(settings.mcp_config.as_deref()));
+        let mut candidates = Vec::new();
+        let mut skipped = Vec::new();
+        for (dir, origin) in directories(settings) {
+            scan(&dir, origin, &mut candidates, &mut skipped);
+        }
+        let mut found = probe_all(candidates, settings, &mut skipped);
+        let (tools, failed) = mcp.join().unwrap_or_default();
+        found.extend(tools.into_iter().map(|t| Entry {
+            name: t.name,
+            description: t.description,
+            path: PathBuf::from(t.server),
+            protocol: Protocol::Mcp,
+            origin: Origin::Mcp,
+            schema: t.schema,
+        }));
+        skipped.extend(failed.into_iter().map(|f| Skipped {
+            path: PathBuf::from(f.what),
+            reason: format!("MCP server not started: {}", f.reason),
+        }));
+        Registry::build(found, skipped)
+    })
 }
 
 /// The directories to scan, system first; one directory named twice is

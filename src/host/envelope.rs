@@ -53,6 +53,8 @@ pub enum Failure {
     InvalidParams,
     /// Asked for after the last tool round the assistant allows per message.
     RoundLimit,
+    /// An MCP server answered the call with a result marked `isError`.
+    ToolError,
     /// Not run: a rule or the person refused it (the error says who and why).
     Denied,
 }
@@ -68,6 +70,7 @@ impl Failure {
             Failure::NotFound => "TOOL_NOT_FOUND",
             Failure::InvalidParams => "INVALID_PARAMS",
             Failure::RoundLimit => "TOOL_ROUND_LIMIT",
+            Failure::ToolError => "TOOL_ERROR",
             Failure::Denied => crate::error::ErrorCode::PermissionDenied.as_str(),
         }
     }
@@ -291,14 +294,15 @@ fn result(name: &str, protocol: Protocol, stdout: &Capture) -> Result<Value, Str
                 text.strip_suffix('\n').unwrap_or(&text).to_string(),
             ))
         }
-        (Protocol::Ikigai, _) if bytes.iter().all(u8::is_ascii_whitespace) => Err(format!(
+        // MCP tools never reach here: their server answers, not a process.
+        (_, _) if bytes.iter().all(u8::is_ascii_whitespace) => Err(format!(
             "Tool '{name}' printed nothing on stdout; expected a JSON object"
         )),
-        (Protocol::Ikigai, Ok(other)) => Err(format!(
+        (_, Ok(other)) => Err(format!(
             "Tool '{name}' returned {}, not a JSON object",
             kind(&other)
         )),
-        (Protocol::Ikigai, Err(e)) => Err(format!("Tool '{name}' returned invalid JSON: {e}")),
+        (_, Err(e)) => Err(format!("Tool '{name}' returned invalid JSON: {e}")),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::registry::{Entry, Registry};
+use super::registry::{Entry, Protocol, Registry};
 use super::settings::Settings;
 use super::text::one_line;
 
@@ -36,11 +36,13 @@ pub fn listing(registry: &Registry) -> String {
 
 /// `/tool NAME`: where the tool is, what it takes, its whole schema.
 pub fn inspect(entry: &Entry) -> String {
+    let place = match entry.protocol {
+        Protocol::Mcp => format!("Server: {} (MCP)", entry.path.display()),
+        _ => format!("Path: {}", entry.path.display()),
+    };
     let mut text = format!(
-        "Tool: {}\nPath: {}\nDescription: {}\nParameters:",
-        entry.name,
-        entry.path.display(),
-        entry.description
+        "Tool: {}\n{place}\nDescription: {}\nParameters:",
+        entry.name, entry.description
     );
     let params = entry.parameters();
     let required: Vec<&str> = params["required"]

@@ -298,6 +298,8 @@ fn call(settings: &Settings, cmd: &CallCommand) -> ExitCode {
             None => {}
         }
     }
+    // Before a signal ends us: an MCP server is told of a cancelled call.
+    crate::mcp::client::stop_all();
     signals::end_if_signalled();
     if outcome.success() {
         ExitCode::SUCCESS

@@ -15,6 +15,8 @@ pub use crate::protocol::Protocol;
 pub enum Origin {
     System,
     User,
+    /// Listed by an MCP server of the user's configuration.
+    Mcp,
 }
 
 impl Origin {
@@ -22,6 +24,7 @@ impl Origin {
         match self {
             Origin::System => "system",
             Origin::User => "user",
+            Origin::Mcp => "mcp",
         }
     }
 }
@@ -33,13 +36,15 @@ pub struct Entry {
     pub name: String,
     pub description: String,
     /// The file as found in its directory (not resolved through links, so a
-    /// link to a multicall binary keeps the name that selects the tool).
+    /// link to a multicall binary keeps the name that selects the tool); for
+    /// an MCP tool, the name of its server.
     pub path: PathBuf,
     pub protocol: Protocol,
     pub origin: Origin,
     /// The normalised schema: `{"name", "description", "parameters",
-    /// ["annotations"]}` with `parameters` in JSON-Schema form. Provider
-    /// formats read only the first three keys.
+    /// ["annotations"]}` with `parameters` in JSON-Schema form (an MCP
+    /// tool's annotations are its server's). Provider formats read only the
+    /// first three keys.
     pub schema: Value,
 }
 

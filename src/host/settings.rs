@@ -44,6 +44,9 @@ pub struct Settings {
     /// Variables a tool gets although they look like secrets, by tool name
     /// (config `[tools.NAME] env = ["VAR"]`).
     pub tool_env: BTreeMap<String, Vec<String>>,
+    /// The MCP servers' configuration: `--mcp-config`, `IKIGAI_MCP_CONFIG`
+    /// or `~/.ikigai/mcp.json`; None starts no MCP server.
+    pub mcp_config: Option<PathBuf>,
 }
 
 /// How tool calls are fenced in and contained.
@@ -114,6 +117,7 @@ pub struct Overrides {
     pub sandbox: Option<Mode>,
     pub add_dirs: Vec<PathBuf>,
     pub network: bool,
+    pub mcp_config: Option<PathBuf>,
 }
 
 impl Settings {
@@ -135,6 +139,10 @@ impl Settings {
             .tools_dir
             .or_else(|| env.var("IKIGAI_TOOLS_DIR").map(PathBuf::from))
             .or_else(|| env.home().map(|h| h.join(".ikigai").join("tools")));
+        let mcp_config = overrides
+            .mcp_config
+            .or_else(|| env.var("IKIGAI_MCP_CONFIG").map(PathBuf::from))
+            .or_else(|| env.home().map(|h| h.join(".ikigai").join("mcp.json")));
         let defaults = Limits::default();
         Settings {
             system_dir,
@@ -165,6 +173,7 @@ impl Settings {
                 unavailable: None,
             },
             tool_env: BTreeMap::new(),
+            mcp_config,
         }
         .with_kernel_support(Support::detect())
     }

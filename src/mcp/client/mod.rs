@@ -1,0 +1,387 @@
+//! The host as an MCP client: the servers of the configuration file start
+//! beside tool discovery, each with 10 s to answer `initialize` and
+//! `tools/list`; their tools join the registry as `mcp__SERVER__TOOL`, and a
+//! call of one is sent to its server and comes back as an envelope like any
+//! other tool's. A server that fails is reported with its reason, like a
+//! skipped tool. Discovering again (`/refresh`) stops the servers and
+//! starts them anew.
+//!
+//! Only the file the user names (`--mcp-config`, `IKIGAI_MCP_CONFIG`) or
+//! `~/.ikigai/mcp.json` is read: a project's `.mcp.json` could start any
+//! program, so the host never loads one by itself.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub mod config;
+pub mod connection;
+
+use connection::{Connection, Failure};
+
+use crate::host::envelope::{self, Envelope};
+use crate::host::settings::{format_secs, parse_timeout};
+use crate::mcp::protocol::sanitise_name;
+use crate::tool::Env;
+
+/// What a server has to start, shake hands and list its tools, unless
+/// `IKIGAI_MCP_START_TIMEOUT` (seconds) says otherwise: a server run through
+/// `npx` may first download itself.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest tool name providers accept.
+const NAME_MAX: usize = 64;
+/// `tools/list` pages read at most, against a server that never ends.
+const PAGES_MAX: usize = 100;
+
+/// One tool of one server, as the registry lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpTool {
+    /// `mcp__SERVER__TOOL`, sanitised and cut to 64 characters.
+    pub name: String,
+    pub server: String,
+    pub description: String,
+    /// `{"name", "description", "parameters"}` plus `annotations` when the
+    /// server gave any.
+    pub schema: Value,
+}
+
+/// A server or a configuration file that gave no tools, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// The server's name, or the configuration file.
+    pub what: String,
+    pub reason: String,
+}
+
+#[derive(Default)]
+struct Live {
+    servers: HashMap<String, Arc<Connection>>,
+    /// Registered name -> (server, the tool's own name).
+    tools: HashMap<String, (String, String)>,
+}
+
+fn live() -> &'static Mutex<Live> {
+    static LIVE: OnceLock<Mutex<Live>> = OnceLock::new();
+    LIVE.get_or_init(Mutex::default)
+}
+
+/// Stops the servers started before, then starts those of `config` (none
+/// when None) all at once, and lists their tools.
+pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
+    stop_all();
+    let Some(path) = config else {
+        return (Vec::new(), Vec::new());
+    };
+    let env = Env::from_process();
+    let timeout = env
+        .var("IKIGAI_MCP_START_TIMEOUT")
+        .and_then(|t| parse_timeout(t).ok())
+        .unwrap_or(START_TIMEOUT);
+    let configs = match config::load(path, &env) {
+        Ok(configs) => configs,
+        Err(reason) => {
+            let what = path.display().to_string();
+            return (Vec::new(), vec![Failed { what, reason }]);
+        }
+    };
+    let started: Vec<_> = std::thread::scope(|s| {
+        let jobs: Vec<_> = configs
+            .iter()
+            .map(|c| (c, s.spawn(move || open(c, timeout))))
+            .collect();
+        jobs.into_iter()
+            .map(|(c, job)| {
+                let outcome = job
+                    .join()
+                    .unwrap_or_else(|_| Err("the start failed".into()));
+                (c.name.clone(), outcome)
+            })
+            .collect()
+    });
+    let mut tools = Vec::new();
+    let mut failed = Vec::new();
+    let mut state = live().lock().unwrap();
+    for (server, outcome) in started {
+        match outcome {
+            Ok((connection, listed)) => {
+                for tool in listed {
+                    let Some(own) = tool["name"].as_str() else {
+                        continue;
+                    };
+                    let entry = mcp_tool(&server, own, &tool);
+                    state
+                        .tools
+                        .insert(entry.name.clone(), (server.clone(), own.to_string()));
+                    tools.push(entry);
+                }
+                state.servers.insert(server, Arc::new(connection));
+            }
+            Err(reason) => failed.push(Failed {
+                what: server,
+                reason,
+            }),
+        }
+    }
+    (tools, failed)
+}
+
+/// Starts one server and lists its tools within `timeout`.
+fn open(
+    config: &config::ServerConfig,
+    timeout: Duration,
+) -> Result<(Connection, Vec<Value>), String> {
+    let transport = config.transport.clone()?;
+    let connection = Connection::open(&transport)?;
+    let deadline = std::time::Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(std::time::Instant::now());
+    let listed = connection
+        .initialize(left())
+        .map_err(|f| format!("initialize: {}", f.describe(timeout)))
+        .and_then(|_| {
+            let mut tools = Vec::new();
+            let mut cursor: Option<String> = None;
+            for _ in 0..PAGES_MAX {
+                let params = match &cursor {
+                    Some(c) => json!({ "cursor": c }),
+                    None => json!({}),
+                };
+                let page = connection
+                    .request("tools/list", params, left(), None)
+                    .map_err(|f| format!("tools/list: {}", f.describe(timeout)))?;
+                tools.extend(page["tools"].as_array().cloned().unwrap_or_default());
+                cursor = page["nextCursor"].as_str().map(str::to_string);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            Ok(tools)
+        });
+    match listed {
+        Ok(tools) => Ok((connection, tools)),
+        Err(reason) => {
+            connection.close();
+            Err(reason)
+        }
+    }
+}
+
+/// The registry's view of one listed tool.
+fn mcp_tool(server: &str, own: &str, tool: &Value) -> McpTool {
+    let name = sanitise_name(&format!("mcp__{server}__{own}"), NAME_MAX);
+    let description = tool["description"].as_str().unwrap_or_default().to_string();
+    let mut parameters = match &tool["inputSchema"] {
+        Value::Object(schema) => Value::Object(schema.clone()),
+        _ => json!({"type": "object"}),
+    };
+    if parameters.get("properties").is_none() {
+        parameters["properties"] = json!({});
+    }
+    let mut schema = json!({"name": name, "description": description, "parameters": parameters});
+    if let Some(annotations) = tool.get("annotations").filter(|a| a.is_object()) {
+        schema["annotations"] = annotations.clone();
+    }
+    McpTool {
+        name,
+        server: server.to_string(),
+        description,
+        schema,
+    }
+}
+
+/// Stops every server (at `/refresh`, and before the host ends).
+pub fn stop_all() {
+    let servers: Vec<Arc<Connection>> = {
+        let mut state = live().lock().unwrap();
+        state.tools.clear();
+        state.servers.drain().map(|(_, c)| c).collect()
+    };
+    std::thread::scope(|s| {
+        for server in &servers {
+            s.spawn(move || server.close());
+        }
+    });
+}
+
+/// How a call of an MCP tool ended, for the host to wrap in its envelope.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// The tool's result (`CallToolResult`); `isError` may be true.
+    Result(Value),
+    TimedOut(Duration),
+    Interrupted,
+    /// The server or the transport failed, and why.
+    Failed(String),
+    /// A JSON-RPC error: the server refused the call (unknown tool, bad
+    /// arguments).
+    Refused(String),
+}
+
+/// Calls MCP tool `name` (as registered) with `arguments`. A timeout or a
+/// cancel sends `notifications/cancelled` to the server.
+pub fn call(
+    name: &str,
+    arguments: &Value,
+    timeout: Duration,
+    cancel: Option<&AtomicBool>,
+) -> Reply {
+    let found = {
+        let state = live().lock().unwrap();
+        state.tools.get(name).and_then(|(server, own)| {
+            let connection = state.servers.get(server)?.clone();
+            Some((server.clone(), own.clone(), connection))
+        })
+    };
+    let Some((server, own, connection)) = found else {
+        return Reply::Failed(format!(
+            "the MCP server of '{name}' is not running (run /refresh)"
+        ));
+    };
+    let params = json!({"name": own, "arguments": arguments});
+    match connection.request("tools/call", params, timeout, cancel) {
+        Ok(result) => Reply::Result(result),
+        Err(Failure::TimedOut) => Reply::TimedOut(timeout),
+        Err(Failure::Cancelled) => Reply::Interrupted,
+        Err(Failure::Rpc(e)) => Reply::Refused(format!(
+            "MCP server '{server}' refused the call: {} ({})",
+            e.message, e.code
+        )),
+        Err(Failure::Broken(why)) => Reply::Failed(format!("MCP server '{server}': {why}")),
+    }
+}
+
+/// The envelope of an MCP tool's call, like any other tool's: a result's
+/// `structuredContent` (or its text, as JSON when it is a JSON object) is the
+/// envelope's `result`; an `isError` result is a failure carrying the
+/// server's text.
+pub fn envelope(name: &str, reply: &Reply) -> Envelope {
+    match reply {
+        Reply::Result(result) if result["isError"] == Value::Bool(true) => {
+            let text = content_text(result);
+            let said = if text.is_empty() { "(no text)" } else { &text };
+            Envelope::refused(
+                envelope::Failure::ToolError,
+                format!("Tool '{name}' failed: {said}"),
+            )
+        }
+        Reply::Result(result) => {
+            let text = content_text(result);
+            let value = match &result["structuredContent"] {
+                Value::Object(object) => Value::Object(object.clone()),
+                _ => match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(object)) => Value::Object(object),
+                    _ => json!({ "text": text }),
+                },
+            };
+            Envelope::Success {
+                result: value,
+                truncated: None,
+            }
+        }
+        Reply::TimedOut(after) => Envelope::refused(
+            envelope::Failure::Timeout,
+            format!("Tool '{name}' timed out after {}", format_secs(*after)),
+        ),
+        Reply::Interrupted => Envelope::refused(
+            envelope::Failure::Cancelled,
+            format!("Tool '{name}' was cancelled by the user before it finished"),
+        ),
+        Reply::Failed(why) => Envelope::refused(
+            envelope::Failure::Crashed,
+            format!("Tool '{name}' failed: {why}"),
+        ),
+        Reply::Refused(why) => Envelope::refused(
+            envelope::Failure::InvalidParams,
+            format!("Tool '{name}': {why}"),
+        ),
+    }
+}
+
+/// The text of a result's content: its text blocks, one after another; other
+/// blocks (images, resources) by their type.
+pub fn content_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .map(|b| match b["text"].as_str() {
+                    Some(text) if b["type"] == "text" => text.to_string(),
+                    _ => format!("[{} content]", b["type"].as_str().unwrap_or("unknown")),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_are_named_for_providers() {
+        let tool = json!({"name": "read.file", "description": "Reads",
+            "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
+        let t = mcp_tool("my server", "read.file", &tool);
+        assert_eq!(t.name, "mcp__my_server__read_file");
+        assert_eq!(
+            t.schema,
+            json!({"name": "mcp__my_server__read_file", "description": "Reads",
+                   "parameters": {"type": "object", "properties": {}},
+                   "annotations": {"readOnlyHint": true}})
+        );
+        let long = mcp_tool(&"s".repeat(40), &"t".repeat(40), &json!({}));
+        assert_eq!(long.name.len(), 64);
+        assert_eq!(
+            long.schema["parameters"],
+            json!({"type": "object", "properties": {}})
+        );
+    }
+
+    #[test]
+    fn replies_become_envelopes() {
+        let ok = Reply::Result(json!({"content": [{"type": "text", "text": "hi"}]}));
+        assert_eq!(
+            envelope("t", &ok).to_json(),
+            json!({"tool_success": true, "result": {"text": "hi"}})
+        );
+        let ok = Reply::Result(json!({"content": [{"type": "text", "text": "{\"a\":1}"}]}));
+        assert_eq!(envelope("t", &ok).to_json()["result"], json!({"a": 1}));
+        let ok = Reply::Result(json!({"content": [], "structuredContent": {"b": 2}}));
+        assert_eq!(envelope("t", &ok).to_json()["result"], json!({"b": 2}));
+        let bad =
+            Reply::Result(json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+        let e = envelope("t", &bad).to_json();
+        assert_eq!(
+            (&e["tool_success"], &e["error"], &e["error_code"]),
+            (
+                &json!(false),
+                &json!("Tool 't' failed: no"),
+                &json!("TOOL_ERROR")
+            )
+        );
+        let e = envelope("t", &Reply::TimedOut(Duration::from_secs(2))).to_json();
+        assert_eq!(e["error"], "Tool 't' timed out after 2s");
+        assert_eq!(e["error_code"], "TOOL_TIMEOUT");
+        assert_eq!(
+            envelope("t", &Reply::Refused("x".into())).to_json()["error_code"],
+            "INVALID_PARAMS"
+        );
+        assert_eq!(
+            envelope("t", &Reply::Failed("x".into())).to_json()["error_code"],
+            "TOOL_CRASHED"
+        );
+    }
+
+    #[test]
+    fn content_becomes_text() {
+        let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "x"},
+                                   {"type": "text", "text": "b"}]});
+        assert_eq!(content_text(&r), "a\n[image content]\nb");
+        assert_eq!(content_text(&json!({})), "");
+    }
+}
