@@ -1,10 +1,9 @@
-//! The one credentials file (web-tools.md, "Credential Discovery"; issue 5,
-//! "Providers"): `credentials.json` in the config directory
+//! The one credentials file: `credentials.json` in the config directory
 //! (`$XDG_CONFIG_HOME/ikigai/`, or `~/.config/ikigai/`), shared by the web
 //! search tools (`{"web_search": {...}}`) and the assistant's providers
-//! (`{"openai": {"api_key": ...}}`). Found and parsed here only, so both
-//! read the same file the same way; a file that cannot be used is an error
-//! naming it.
+//! (`{"openai": {"api_key": ...}}`). Found and parsed here only, so both read
+//! the same file the same way; a file that cannot be used is an error naming
+//! it.
 
 use std::path::PathBuf;
 

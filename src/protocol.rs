@@ -3,7 +3,7 @@
 //! speaks, and the host, which remembers from discovery which one a tool
 //! answered. See docs/protocols.md.
 
-/// How a tool takes its arguments (spec README, decision 2).
+/// How a tool takes its arguments (decision 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
     /// Answered `--schema`; arguments as JSON on stdin.

@@ -1,5 +1,5 @@
-//! One tool call from the command line, under either protocol (spec README,
-//! decisions 2 and 3):
+//! One tool call from the command line, under either protocol (decisions 2
+//! and 3):
 //!
 //! - `--schema` / `--describe` print the schema;
 //! - ikigai protocol: arguments on stdin; local tools always exit 0, web tools

@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 pub use crate::env::Env;
 use crate::error::ToolError;
 
-/// Which answer convention a tool follows (spec README, decisions 3 and 8).
+/// Which answer convention a tool follows (decisions 3 and 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
-    /// local-tools.md: `{"error", "error_code"}` on failure, exit 0 (ikigai protocol).
+    /// The local tools: `{"error", "error_code"}` on failure, exit 0 (ikigai
+    /// protocol).
     Local,
-    /// web-tools.md: `{"success": false, "error", "error_code"}`, exit 1.
+    /// The web tools: `{"success": false, "error", "error_code"}`, exit 1.
     Web,
 }
 

@@ -1,11 +1,9 @@
-//! One tool call, as the model asks for it (host-architecture.md, "External
-//! Tool Executor"; shellclaw-interface.md, "Execution Mode"; spec README,
-//! decisions 2, 4, 8, 9 and 19): look the name up (default-deny), check the
-//! arguments are an object, run the tool's file in its own process group
-//! with the arguments on stdin (ikigai protocol) or as `$1` (shellclaw
-//! protocol), drain both outputs up to the cap, kill the whole group at the
-//! deadline or when the person interrupts, and wrap what happened in the
-//! envelope.
+//! One tool call, as the model asks for it (decisions 2, 4, 8, 9 and 19):
+//! look the name up (default-deny), check the arguments are an object, run
+//! the tool's file in its own process group with the arguments on stdin
+//! (ikigai protocol) or as `$1` (shellclaw protocol), drain both outputs up
+//! to the cap, kill the whole group at the deadline or when the person
+//! interrupts, and wrap what happened in the envelope.
 //!
 //! The tool runs inside `ikigai-tools sandbox-exec` (our own executable,
 //! again): fenced in as the settings say, with the host's environment less

@@ -1,10 +1,9 @@
-//! A tool process run well (design.md, "Running a child process well";
-//! spec README, decisions 4 and 9): its own process group, so one `killpg`
-//! reaches its grandchildren; its stdin fed, its stdout and stderr drained,
-//! all at once by one poll(2) loop, so neither side ever blocks on a full
-//! pipe; each output kept up to a cap (its head and its tail) while the rest
-//! is counted and dropped. Discovery pumps many of these together; a tool
-//! call pumps one.
+//! A tool process run well (decisions 4 and 9): its own process group, so one
+//! `killpg` reaches its grandchildren; its stdin fed, its stdout and stderr
+//! drained, all at once by one poll(2) loop, so neither side ever blocks on a
+//! full pipe; each output kept up to a cap (its head and its tail) while the
+//! rest is counted and dropped. Discovery pumps many of these together; a
+//! tool call pumps one.
 //!
 //! A tool call runs inside a containment process (`ikigai-tools
 //! sandbox-exec`), which outlives every process of the call: the host stops

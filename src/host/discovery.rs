@@ -1,12 +1,12 @@
-//! Discovery (host-architecture.md, "Tool Discovery Engine"; spec README,
-//! decisions 2, 11 and 18): every executable file (or link to one) at the top
-//! of the system and the user directory is run with `--schema`, all at once,
-//! under one deadline (1 s). A tool that answers unusably but in time is
-//! asked again with `--describe` (shellclaw protocol) and remembered as such;
-//! one that hangs is killed, group and all, and skipped without a second try,
-//! so a directory of broken tools costs at most the deadline. Every file that
-//! does not become a tool is kept with the reason. Probes in flight are
-//! capped by the open-file limit; queued ones start as others finish.
+//! Discovery (decisions 2, 11 and 18): every executable file (or link to one)
+//! at the top of the system and the user directory is run with `--schema`,
+//! all at once, under one deadline (1 s). A tool that answers unusably but in
+//! time is asked again with `--describe` (shellclaw protocol) and remembered
+//! as such; one that hangs is killed, group and all, and skipped without a
+//! second try, so a directory of broken tools costs at most the deadline.
+//! Every file that does not become a tool is kept with the reason. Probes in
+//! flight are capped by the open-file limit; queued ones start as others
+//! finish.
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;

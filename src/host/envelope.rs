@@ -1,7 +1,5 @@
-//! The envelope the model sees for one tool call (local-tools.md, "Response
-//! Envelope Wrapping" and "Error Codes"; host-architecture.md, "Tool Result
-//! Format"; spec README, decisions 8, 9 and 19). Pure: from how the process
-//! ended and what it printed, to
+//! The envelope the model sees for one tool call (decisions 8, 9 and 19).
+//! Pure: from how the process ended and what it printed, to
 //!
 //! - `{"tool_success": true, "result": <the tool's JSON object>}`, or
 //! - `{"tool_success": false, "error", "error_code", "exit_code", "stdout",
@@ -273,8 +271,8 @@ pub fn wrap(
 }
 
 /// The result of a clean exit: for the ikigai protocol a JSON object; a
-/// shellclaw tool may also answer other JSON or plain text
-/// (shellclaw-interface.md, "Output"), which becomes the result as is.
+/// shellclaw tool may also answer other JSON or plain text, which becomes the
+/// result as is.
 fn result(name: &str, protocol: Protocol, stdout: &Capture) -> Result<Value, String> {
     let Some(bytes) = stdout.complete() else {
         return Err(format!(

@@ -1,8 +1,8 @@
-//! The `ikigai` host (host-architecture.md; spec README, decisions 1, 2, 8,
-//! 9, 11 and 18-21): it finds tools in directories, runs them as
-//! subprocesses with deadlines, wraps their answers in envelopes, and formats
-//! their schemas for each model provider. It never runs a tool in-process:
-//! whoever wrote a tool, our links or a shell script, it is a file to run.
+//! The `ikigai` host (decisions 1, 2, 8, 9, 11 and 18-21): it finds tools in
+//! directories, runs them as subprocesses with deadlines, wraps their answers
+//! in envelopes, and formats their schemas for each model provider. It never
+//! runs a tool in-process: whoever wrote a tool, our links or a shell script,
+//! it is a file to run.
 //!
 //! This front turns the command line into a `Settings`, discovers the
 //! registry, and runs one command:
@@ -10,10 +10,8 @@
 //! - `ikigai tools [--json] [NAME]`: the registry, the skipped files, one tool;
 //! - `ikigai schema --provider P`: the tools array for provider P;
 //! - `ikigai call NAME [ARGS_JSON]`: one call, printing the envelope;
-//! - no command: the assistant (`assistant.rs`, issue 5): a conversation
-//!   with a model that calls the tools, at a prompt, on lines from a
-//!   non-terminal stdin, or once with `-p`; `/` lines are commands
-//!   (`commands.rs`).
+//! - no command: `Start::Assistant`, which the front hands to the assistant
+//!   (`src/assistant/`): a conversation with a model that calls the tools.
 
 use std::ffi::OsString;
 use std::io::{self, IsTerminal, Read, Write};

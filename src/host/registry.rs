@@ -1,8 +1,6 @@
-//! The tools the host may run, by name (host-architecture.md, "Tool
-//! Registry"; shellclaw-interface.md, "Discovery and Dispatch": default-deny,
-//! only discovered names run), and the files it skipped with the reason, so
-//! a person adding a tool can see what went wrong. Built by discovery; read
-//! by everything else.
+//! The tools the host may run, by name (default-deny, only discovered names
+//! run), and the files it skipped with the reason, so a person adding a tool
+//! can see what went wrong. Built by discovery; read by everything else.
 
 use std::path::PathBuf;
 
@@ -10,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 pub use crate::protocol::Protocol;
 
-/// Which directory a tool came from (spec README, decision 11).
+/// Which directory a tool came from (decision 11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
     System,
@@ -158,7 +156,7 @@ impl Registry {
         self.entries.iter().map(|e| e.name.as_str()).collect()
     }
 
-    /// The listing of `ikigai tools --json` (spec README, decision 20).
+    /// The listing of `ikigai tools --json` (decision 20).
     pub fn to_json(&self) -> Value {
         json!({
             "tools": self.entries.iter().map(|e| json!({

@@ -1,14 +1,13 @@
 //! What a tool's `--schema` (or `--describe`) answer must be to join the
-//! registry, and its one normal form (spec README, decision 1;
-//! host-architecture.md, "Tool Schema Format"; shellclaw-interface.md,
-//! "Required Fields"): an object with a `name` matching `[A-Za-z0-9_-]{1,64}`,
-//! a string `description`, and `parameters` either as JSON Schema
+//! registry, and its one normal form (decision 1): an object with a `name`
+//! matching `[A-Za-z0-9_-]{1,64}`, a string `description`, and `parameters`
+//! either as JSON Schema
 //! (`{"type":"object","properties":...,"required":[...]}`) or in the flat
-//! legacy form (`{"x": {"type":..., "required": true}}`), which is turned into
-//! JSON Schema. `annotations`, the MCP hints a tool may declare about itself
-//! (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`),
-//! is kept as the last key when it is an object whose hints are booleans;
-//! other top-level keys (`returns`) are dropped. Pure.
+//! legacy form (`{"x": {"type":..., "required": true}}`), which is turned
+//! into JSON Schema. `annotations`, the MCP hints a tool may declare about
+//! itself (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+//! `openWorldHint`), is kept as the last key when it is an object whose hints
+//! are booleans; other top-level keys (`returns`) are dropped. Pure.
 
 use crate::args::type_name as kind;
 use serde_json::{json, Map, Value};

@@ -1,9 +1,9 @@
-//! The host's settings, read once: which directories hold tools (spec README,
-//! decision 11), how long a tool call may run (local-tools.md, "Error Codes":
-//! 30 s) and how much of its output the host keeps (decision 9: 1 MiB).
-//! Command-line options win over environment variables, which win over the
-//! defaults. Also how each call is fenced and contained (`SandboxSettings`)
-//! and which secrets a tool may still see (`tool_env`).
+//! The host's settings, read once: which directories hold tools (decision
+//! 11), how long a tool call may run (30 s) and how much of its output the
+//! host keeps (decision 9: 1 MiB). Command-line options win over environment
+//! variables, which win over the defaults. Also how each call is fenced and
+//! contained (`SandboxSettings`) and which secrets a tool may still see
+//! (`tool_env`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,11 @@
-//! Signals to the host (spec README, decisions 4 and 9; design.md, "Running
-//! a child process well"): a tool runs in its own process group, so the
-//! terminal's Ctrl-C, a `kill`, or the terminal closing reach only the host,
-//! and only the host can kill the tool's group. SIGINT, SIGTERM and SIGHUP
-//! therefore set one cancel flag that a running request or tool call
-//! watches. SIGINT in the assistant then only stops the current message;
-//! otherwise, once the running work has stopped (its group killed), the host
-//! exits with 128+N. A signal that arrives while nothing runs ends the host
-//! at once, as it would have without a handler.
+//! Signals to the host (decisions 4 and 9): a tool runs in its own process
+//! group, so the terminal's Ctrl-C, a `kill`, or the terminal closing reach
+//! only the host, and only the host can kill the tool's group. SIGINT,
+//! SIGTERM and SIGHUP therefore set one cancel flag that a running request or
+//! tool call watches. SIGINT in the assistant then only stops the current
+//! message; otherwise, once the running work has stopped (its group killed),
+//! the host exits with 128+N. A signal that arrives while nothing runs ends
+//! the host at once, as it would have without a handler.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 

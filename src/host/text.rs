@@ -1,7 +1,6 @@
-//! Text cut to fit a line or a message, for the person and the model
-//! (issue 5, "The loop"; host-architecture.md, "Tool Discovery Engine"):
-//! one way to clip and one way to fold whitespace, so every short form the
-//! host shows reads the same.
+//! Text cut to fit a line or a message, for the person and the model: one way
+//! to clip and one way to fold whitespace, so every short form the host shows
+//! reads the same.
 
 /// `text` split after at most `max` characters: what is kept, what is cut.
 pub fn split_chars(text: &str, max: usize) -> (&str, &str) {

@@ -1,7 +1,7 @@
-//! Anthropic Messages tool declarations (design.md, "Provider formats"):
-//! `{name, description, input_schema}`, where `input_schema` is the tool's
-//! JSON Schema as it is (Anthropic takes JSON Schema loosely; its root must
-//! be an object, which normalisation guarantees). Pure.
+//! Anthropic Messages tool declarations: `{name, description, input_schema}`,
+//! where `input_schema` is the tool's JSON Schema as it is (Anthropic takes
+//! JSON Schema loosely; its root must be an object, which normalisation
+//! guarantees). Pure.
 
 use serde_json::{json, Value};
 

@@ -1,19 +1,18 @@
-//! Google Gemini function declarations (design.md, "Provider formats"; spec
-//! README, decision 21): `[{"functionDeclarations": [{name, description,
-//! parameters}]}]`, where `parameters` is the OpenAPI 3.0 subset Gemini
-//! accepts. Gemini answers HTTP 400 to a key it does not know at any depth
-//! (`additionalProperties`, `$schema`, `default`, `const`,
-//! `exclusiveMinimum`, ...) and to a type array, so each schema node is
-//! rebuilt from the allowed keys only: type arrays become one type plus
-//! `nullable`, or `anyOf`; `const` becomes a one-value `enum`; `enum` stays
-//! only on strings (other values are named in the description); `format`
-//! stays only where Gemini supports it; `required` names only existing
-//! properties; an array always has `items`; an object with no properties
-//! says nothing of them (and a tool without parameters declares none).
-//! Gemini has no `$ref`: references are written out where they are used
-//! (`refs.rs`), and a tool whose schema cannot be written out (a recursive
-//! one) is left out, as is a tool whose name Gemini refuses (it wants a
-//! letter or `_` first). `refusal` says why. Pure.
+//! Google Gemini function declarations (decision 21):
+//! `[{"functionDeclarations": [{name, description, parameters}]}]`, where
+//! `parameters` is the OpenAPI 3.0 subset Gemini accepts. Gemini answers HTTP
+//! 400 to a key it does not know at any depth (`additionalProperties`,
+//! `$schema`, `default`, `const`, `exclusiveMinimum`,...) and to a type
+//! array, so each schema node is rebuilt from the allowed keys only: type
+//! arrays become one type plus `nullable`, or `anyOf`; `const` becomes a
+//! one-value `enum`; `enum` stays only on strings (other values are named in
+//! the description); `format` stays only where Gemini supports it; `required`
+//! names only existing properties; an array always has `items`; an object
+//! with no properties says nothing of them (and a tool without parameters
+//! declares none). Gemini has no `$ref`: references are written out where
+//! they are used (`refs.rs`), and a tool whose schema cannot be written out
+//! (a recursive one) is left out, as is a tool whose name Gemini refuses (it
+//! wants a letter or `_` first). `refusal` says why. Pure.
 
 use serde_json::{json, Map, Value};
 

@@ -1,7 +1,6 @@
-//! The tools array in each model provider's own format (design.md, "Provider
-//! formats"; spec README, decision 21): one pure module per format, built
-//! from the registry's normalised schemas. Each must be accepted by that
-//! provider as it documents its API today:
+//! The tools array in each model provider's own format (decision 21): one
+//! pure module per format, built from the registry's normalised schemas. Each
+//! must be accepted by that provider as it documents its API today:
 //!
 //! - OpenAI Chat Completions and Responses: strict mode when the schema can
 //!   be made strict (`strict.rs`), `"strict": false` otherwise;

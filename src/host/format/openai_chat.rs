@@ -1,7 +1,6 @@
-//! OpenAI Chat Completions tool declarations (design.md, "Provider
-//! formats"): `{"type": "function", "function": {name, description,
-//! parameters, strict}}`, strict whenever the schema can be made strict
-//! (`strict.rs`). Pure.
+//! OpenAI Chat Completions tool declarations: `{"type": "function",
+//! "function": {name, description, parameters, strict}}`, strict whenever the
+//! schema can be made strict (`strict.rs`). Pure.
 
 use serde_json::{json, Value};
 

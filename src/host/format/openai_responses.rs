@@ -1,8 +1,7 @@
-//! OpenAI Responses API tool declarations (design.md, "Provider formats"):
-//! flat `{"type": "function", name, description, parameters, strict}`.
-//! `strict` defaults to true there, so it is always sent explicitly: true
-//! with the strict form of the schema, false when it cannot be made strict.
-//! Pure.
+//! OpenAI Responses API tool declarations: flat `{"type": "function", name,
+//! description, parameters, strict}`. `strict` defaults to true there, so it
+//! is always sent explicitly: true with the strict form of the schema, false
+//! when it cannot be made strict. Pure.
 
 use serde_json::{json, Value};
 

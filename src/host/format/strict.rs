@@ -1,19 +1,18 @@
 //! OpenAI strict mode (Structured Outputs), shared by Chat Completions and
-//! Responses (spec README, decision 21; design.md, "Provider formats").
-//! Strict mode accepts a schema only when every object has
-//! `"additionalProperties": false` and lists every property in `required`;
-//! a property the tool treats as optional becomes a union with `null` (the
-//! tools treat `null` as absent). Keywords OpenAI documents as supported
-//! are kept: `pattern`, `minimum`, `maximum`, `exclusiveMinimum`,
+//! Responses (decision 21). Strict mode accepts a schema only when every
+//! object has `"additionalProperties": false` and lists every property in
+//! `required`; a property the tool treats as optional becomes a union with
+//! `null` (the tools treat `null` as absent). Keywords OpenAI documents as
+//! supported are kept: `pattern`, `minimum`, `maximum`, `exclusiveMinimum`,
 //! `exclusiveMaximum`, `multipleOf`, `minItems`, `maxItems`, and its string
 //! formats; other validation keywords (`minLength`, `maxLength`, `default`,
-//! `format: uri`, ...) are dropped, which only loosens what the model is
-//! held to (the tool still checks). A schema whose meaning strict mode
-//! cannot express (free-form objects, maps, `allOf`, tuples, untyped values,
-//! beyond the documented size limits) is not strict: `None`. References
-//! (`$ref` into `$defs`) are written out where they are used (`refs.rs`);
-//! a schema that cannot be written out (a recursive one) keeps its
-//! references, which strict mode also accepts, each definition made strict.
+//! `format: uri`,...) are dropped, which only loosens what the model is held
+//! to (the tool still checks). A schema whose meaning strict mode cannot
+//! express (free-form objects, maps, `allOf`, tuples, untyped values, beyond
+//! the documented size limits) is not strict: `None`. References (`$ref` into
+//! `$defs`) are written out where they are used (`refs.rs`); a schema that
+//! cannot be written out (a recursive one) keeps its references, which strict
+//! mode also accepts, each definition made strict.
 //!
 //! The other half of strict mode is `without_optional_nulls`: the model
 //! must send every property, and sends `null` for those it means to leave
