@@ -35,6 +35,8 @@ pub enum ErrorCode {
     ParseError,
     InvalidUrl,
     UnsupportedContent,
+    // web_fetch: a host that is not on the public internet.
+    AddressBlocked,
     // Host envelopes (local-tools.md, "ikigai wrapper codes").
     ToolTimeout,
     ToolCrashed,
@@ -73,6 +75,7 @@ impl ErrorCode {
             ParseError => "PARSE_ERROR",
             InvalidUrl => "INVALID_URL",
             UnsupportedContent => "UNSUPPORTED_CONTENT",
+            AddressBlocked => "ADDRESS_BLOCKED",
             ToolTimeout => "TOOL_TIMEOUT",
             ToolCrashed => "TOOL_CRASHED",
             InvalidOutput => "INVALID_OUTPUT",

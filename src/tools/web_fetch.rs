@@ -90,6 +90,10 @@ impl Tool for WebFetch {
                         ErrorCode::ParseError,
                         format!("Failed to parse response: {reason}"),
                     ),
+                    Failure::Blocked(reason) => ToolError::new(
+                        ErrorCode::AddressBlocked,
+                        format!("Refused to fetch URL: {reason}"),
+                    ),
                 })?;
         if response.status >= 400 {
             return Err(ToolError::new(

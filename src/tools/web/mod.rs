@@ -6,8 +6,10 @@
 pub mod content;
 pub mod credentials;
 pub mod domains;
+pub mod guard;
 mod handlers;
 pub mod http;
 pub mod markdown;
 pub mod search;
 pub mod stub;
+pub mod url;

@@ -115,7 +115,8 @@ impl Provider<'_> {
     /// A transport failure: NETWORK_ERROR naming the host, not the URL.
     pub fn failure(&self, failure: Failure) -> ToolError {
         let reason = match failure {
-            Failure::Network(reason) => reason,
+            // The search client checks no hosts; a refusal reads as one.
+            Failure::Network(reason) | Failure::Blocked(reason) => reason,
             Failure::Decode(reason) => format!("unreadable response: {reason}"),
         };
         self.error(
