@@ -107,16 +107,11 @@ impl Tool for WebFetch {
         let mut page = match kind {
             Kind::Binary => return Err(unsupported(&content_type.mime)),
             Kind::Html => {
-                let html = content::decode(&response.body, content_type.charset.as_deref(), kind);
-                markdown::convert(&html).map_err(|why| {
-                    ToolError::new(
-                        ErrorCode::ParseError,
-                        format!("Failed to parse HTML: {why}"),
-                    )
-                })?
+                let html = content::decode(response.body, content_type.charset.as_deref(), kind);
+                markdown::convert(&html, &response.url)
             }
             Kind::Text => {
-                let text = content::decode(&response.body, content_type.charset.as_deref(), kind);
+                let text = content::decode(response.body, content_type.charset.as_deref(), kind);
                 Page {
                     title: String::new(),
                     markdown: text.replace("\r\n", "\n"),

@@ -14,8 +14,8 @@ use crate::tool::{Env, Family, Tool};
 
 use super::web::credentials::Store;
 use super::web::http::{self, Client};
-use super::web::markdown::fragment_text;
 use super::web::search::{self, Layout, Provider};
+use super::web::text::fragment_text;
 use super::web::{domains, stub};
 
 pub struct WebSearchBrave;

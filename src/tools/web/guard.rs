@@ -108,12 +108,7 @@ fn v6_class(ip: Ipv6Addr) -> Option<&'static str> {
 /// connection reaches that IPv4 address, so it is what is checked.
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
-    let low = Ipv4Addr::new(
-        (s[6] >> 8) as u8,
-        s[6] as u8,
-        (s[7] >> 8) as u8,
-        s[7] as u8,
-    );
+    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s[..6] {
         [0, 0, 0, 0, 0, 0xffff] => Some(low),
         // `::` and `::1` are IPv6's own unspecified and loopback.
@@ -135,10 +130,7 @@ pub fn literal(host: &str) -> Option<IpAddr> {
     if let Ok(v6) = host.parse::<Ipv6Addr>() {
         return Some(IpAddr::V6(v6));
     }
-    let parts: Vec<u64> = host
-        .split('.')
-        .map(number)
-        .collect::<Option<Vec<_>>>()?;
+    let parts: Vec<u64> = host.split('.').map(number).collect::<Option<Vec<_>>>()?;
     let (last, init) = parts.split_last()?;
     if init.len() > 3 || init.iter().any(|&p| p > 255) {
         return None;
@@ -157,16 +149,14 @@ pub fn literal(host: &str) -> Option<IpAddr> {
 
 /// One part of an IPv4 spelling: `0x1f`, `017` (octal), `17`.
 fn number(part: &str) -> Option<u64> {
-    let (digits, radix) = if let Some(hex) = part
-        .strip_prefix("0x")
-        .or_else(|| part.strip_prefix("0X"))
-    {
-        (hex, 16)
-    } else if part.len() > 1 && part.starts_with('0') {
-        (&part[1..], 8)
-    } else {
-        (part, 10)
-    };
+    let (digits, radix) =
+        if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
     if digits.is_empty() || digits.len() > 12 || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
@@ -317,7 +307,9 @@ mod tests {
             refused("2130706433"),
             "host 2130706433 is 127.0.0.1, a loopback address: web_fetch only fetches pages on the public internet"
         );
-        assert!(refused("LOCALHOST").starts_with("host LOCALHOST resolves to 127.0.0.1, a loopback"));
+        assert!(
+            refused("LOCALHOST").starts_with("host LOCALHOST resolves to 127.0.0.1, a loopback")
+        );
         assert!(refused("api.localhost.").contains("loopback"));
         assert!(refused("[::ffff:127.0.0.1]").contains("is ::ffff:127.0.0.1, a loopback"));
         assert!(refused("0x0a000001").contains("is 10.0.0.1, a private"));

@@ -183,12 +183,21 @@ impl Client {
         let host = url.host().unwrap_or_default().to_string();
         let port = url
             .port_u16()
-            .unwrap_or(if url.scheme_str() == Some("https") { 443 } else { 80 });
-        let addrs = guard::resolve(&host, port, guard.allow_private, CONNECT_TIMEOUT.min(remaining))
-            .map_err(|refusal| match refusal {
-                Refusal::Blocked { .. } => Failure::Blocked(refusal.message()),
-                _ => Failure::Network(refusal.message()),
-            })?;
+            .unwrap_or(if url.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        let addrs = guard::resolve(
+            &host,
+            port,
+            guard.allow_private,
+            CONNECT_TIMEOUT.min(remaining),
+        )
+        .map_err(|refusal| match refusal {
+            Refusal::Blocked { .. } => Failure::Blocked(refusal.message()),
+            _ => Failure::Network(refusal.message()),
+        })?;
         Ok(Agent::with_parts(
             config,
             DefaultConnector::default(),
@@ -196,7 +205,12 @@ impl Client {
         ))
     }
 
-    fn read(&self, mut response: ureq::http::Response<ureq::Body>, url: String, https: bool) -> Result<Fetched, Failure> {
+    fn read(
+        &self,
+        mut response: ureq::http::Response<ureq::Body>,
+        url: String,
+        https: bool,
+    ) -> Result<Fetched, Failure> {
         let status = response.status().as_u16();
         let content_type = response
             .headers()
@@ -419,7 +433,10 @@ mod tests {
         let api = Client::for_api(&Env::default()).unwrap();
         assert_eq!(api.redirects, 0);
         assert!(api.guard.is_none());
-        assert_eq!(Client::config(api.timeout).timeouts().global, Some(Duration::from_secs(20)));
+        assert_eq!(
+            Client::config(api.timeout).timeouts().global,
+            Some(Duration::from_secs(20))
+        );
         let open = Client::new(&Env::from_pairs([(guard::ALLOW_PRIVATE_VAR, "1")])).unwrap();
         assert!(open.guard.unwrap().allow_private);
     }

@@ -174,10 +174,7 @@ mod tests {
             resolve(base, "a%20b/c d?x=%2F&y=é#frag"),
             "https://example.com/docs/a%20b/c d?x=%2F&y=é#frag"
         );
-        assert_eq!(
-            resolve("https://example.com", "x"),
-            "https://example.com/x"
-        );
+        assert_eq!(resolve("https://example.com", "x"), "https://example.com/x");
         assert_eq!(
             resolve("https://example.com:8443/a/", "//cdn.example.org/i.png"),
             "https://cdn.example.org/i.png"
