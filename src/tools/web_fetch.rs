@@ -7,11 +7,13 @@
 //! come back as text with an empty title; binary types are refused by name.
 //! `offset` (1-based) and `limit` count lines of the final content.
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
+use super::web::args;
 use super::web::content::{self, ContentType, Kind};
 use super::web::http::{self, Client, Failure, BODY_CAP};
 use super::web::markdown::{self, Page};
@@ -48,6 +50,20 @@ const SCHEMA: &str = r#"{
 /// What we can use, best first; servers that negotiate send HTML.
 const ACCEPT: &str = "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5";
 
+/// The arguments, as the schema states them.
+#[derive(Deserialize)]
+struct Args {
+    url: String,
+    /// The 1-based line to start from.
+    #[serde(default = "first_line")]
+    offset: u64,
+    limit: Option<u64>,
+}
+
+fn first_line() -> u64 {
+    1
+}
+
 impl Tool for WebFetch {
     fn name(&self) -> &'static str {
         "web_fetch"
@@ -63,9 +79,8 @@ impl Tool for WebFetch {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let raw_url = args["url"].as_str().unwrap_or_default();
-        let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
-        let limit = args.get("limit").and_then(Value::as_u64);
+        let Args { url, offset, limit } = args::read(args)?;
+        let raw_url = url.as_str();
         let url = http::parse_url(raw_url).map_err(|why| {
             ToolError::new(
                 ErrorCode::InvalidUrl,

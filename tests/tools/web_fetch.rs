@@ -731,3 +731,40 @@ fn through_a_proxy_the_target_and_every_redirect_are_checked_first() {
         ["CONNECT 93.184.215.14:80 HTTP/1.1", "GET /start HTTP/1.1"]
     );
 }
+
+#[test]
+fn the_answer_fits_the_hosts_output_cap() {
+    // Quotes and non-ASCII count as printed: escapes take more bytes.
+    let body: String = (0..2000)
+        .map(|i| format!("<p>Paragraph {i}: \"quoted\" text, café, \u{1}.</p>"))
+        .collect();
+    let server = serve(Reply::html(format!("<title>Long</title>{body}")));
+    for cap in [1024usize, 4096, 65536] {
+        let out = Sandbox::new()
+            .run_fetch()
+            .env("IKIGAI_MAX_OUTPUT", cap.to_string())
+            .json_in(&json!({ "url": server.url("/") }))
+            .output();
+        assert!(out.stdout.len() <= cap, "{} > {cap}", out.stdout.len());
+        let answer = success(&out);
+        assert_eq!(answer["title"], "Long");
+        let content = answer["content"].as_str().unwrap();
+        assert!(
+            content.starts_with("Paragraph 0: \"quoted\" text, café, \u{1}."),
+            "{content}"
+        );
+        assert!(content.contains("bytes omitted"), "{content}");
+        assert!(content.ends_with("Paragraph 1999: \"quoted\" text, café, \u{1}."));
+    }
+    // Without a cap the answer is whole.
+    let answer = success(&fetch_url(&server.url("/")));
+    assert_eq!(
+        answer["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count(),
+        2000
+    );
+}

@@ -5,6 +5,7 @@
 //! a markdown writer), the guard that keeps web_fetch on the public
 //! internet, URL resolution, and the stub answers.
 
+pub mod args;
 pub mod content;
 pub mod credentials;
 pub mod domains;

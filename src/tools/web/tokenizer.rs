@@ -9,8 +9,8 @@
 
 use std::borrow::Cow;
 
-use html5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 use memchr::{memchr, memchr2, memmem};
+use web_atoms::{C1_REPLACEMENTS, NAMED_ENTITIES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token<'a> {
