@@ -78,7 +78,6 @@ pub fn keep(url: &str, allowed: &[String], blocked: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn subdomains_match_lookalikes_do_not() {
