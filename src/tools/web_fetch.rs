@@ -152,14 +152,15 @@ fn answer(url: String, page: Page, offset: u64, limit: Option<u64>) -> Value {
         "success": true,
         "url": url,
         "title": page.title,
-        "content": lines(&page.markdown, offset, limit),
+        "content": lines(page.markdown, offset, limit),
     })
 }
 
 /// Lines `offset..offset+limit` (1-based) of `text`; empty past the end.
-fn lines(text: &str, offset: u64, limit: Option<u64>) -> String {
+/// The whole text is moved, not copied: a page's markdown can be megabytes.
+fn lines(text: String, offset: u64, limit: Option<u64>) -> String {
     if offset <= 1 && limit.is_none() {
-        return text.to_string();
+        return text;
     }
     let skip = usize::try_from(offset.saturating_sub(1)).unwrap_or(usize::MAX);
     let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
@@ -195,14 +196,14 @@ mod tests {
     #[test]
     fn offset_is_one_based_and_limit_counts_lines() {
         let text = "l1\nl2\nl3\nl4";
-        assert_eq!(lines(text, 1, None), text);
-        assert_eq!(lines(text, 3, None), "l3\nl4");
-        assert_eq!(lines(text, 2, Some(2)), "l2\nl3");
-        assert_eq!(lines(text, 1, Some(1)), "l1");
-        assert_eq!(lines(text, 4, Some(10)), "l4");
-        assert_eq!(lines(text, 5, None), "");
-        assert_eq!(lines(text, u64::MAX, Some(u64::MAX)), "");
-        assert_eq!(lines("", 1, Some(3)), "");
+        assert_eq!(lines(text.into(), 1, None), text);
+        assert_eq!(lines(text.into(), 3, None), "l3\nl4");
+        assert_eq!(lines(text.into(), 2, Some(2)), "l2\nl3");
+        assert_eq!(lines(text.into(), 1, Some(1)), "l1");
+        assert_eq!(lines(text.into(), 4, Some(10)), "l4");
+        assert_eq!(lines(text.into(), 5, None), "");
+        assert_eq!(lines(text.into(), u64::MAX, Some(u64::MAX)), "");
+        assert_eq!(lines("".into(), 1, Some(3)), "");
     }
 
     #[test]
