@@ -1,11 +1,13 @@
-//! web_fetch: fetch a URL and answer its content as markdown (web-tools.md,
-//! "web-fetch-tool"; spec README, decisions 5, 8, 10, 13 and 14; issue 3).
+//! web_fetch: fetch a URL and answer its content as markdown.
 //!
-//! Only http and https; redirects followed (at most 10) and the final URL
-//! answered; limits of `web::http` (20 s, 10 MiB, cut bodies say so). HTML
-//! and XHTML become markdown with the page's `<title>`; other text types
-//! come back as text with an empty title; binary types are refused by name.
-//! `offset` (1-based) and `limit` count lines of the final content.
+//! Only http and https, and only hosts on the public internet (`web::guard`:
+//! every host, the first and each redirect's, resolved and checked, and the
+//! connection made to the checked addresses). Redirects followed (at most
+//! 10) and the final URL answered; limits of `web::http` (20 s, 10 MiB, cut
+//! bodies say so). HTML and XHTML become markdown (`web::markdown`) with the
+//! page's `<title>`; other text types come back as text with an empty title;
+//! binary types are refused by name. `offset` (1-based) and `limit` count
+//! lines of the final content.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
