@@ -768,3 +768,56 @@ fn the_answer_fits_the_hosts_output_cap() {
         2000
     );
 }
+
+#[test]
+fn markdown_rules_on_a_served_page() {
+    let server = serve(Reply::html(fixture_bytes("rules.html")));
+    let answer = success(&fetch_url(&server.url("/dir/rules.html")));
+    let base = server.url("/base/");
+    let root = server.url("");
+    assert_eq!(answer["title"], "Rules page");
+    assert_eq!(
+        answer["content"],
+        format!(
+            "# Rules\n\n\
+             Anchor text, a script link, [a relative link]({base}page%20two.html?q=a%2Fb&x=1), \
+             [an absolute one](https://example.org/abs).\n\n\
+             Line one\\\nline two\n\n\
+             ![A picture]({base}pic.png) Inline pixel\n\n\
+             ## [A card]({root}/posts/1)\n\n\
+             Its summary.\n\n\
+             **Term**\n: Definition\n\n\
+             Block one\n\n\
+             Block two\n\n\
+             E = mc2\n\n\
+             Summary\n\n\
+             Details text\n\n\
+             [A talk](https://video.example.org/embed/1)\n\n\
+             ```python\nprint(\"hi\")\n```"
+        )
+    );
+    for outside in [
+        "SITE_HEADER",
+        "COOKIE_BANNER",
+        "ASIDE_TEXT",
+        "SITE_FOOTER",
+        "<",
+        "base64",
+    ] {
+        assert!(
+            !answer["content"].as_str().unwrap().contains(outside),
+            "{outside}"
+        );
+    }
+}
+
+#[test]
+fn undeclared_non_utf8_pages_are_windows_1252() {
+    let server = serve(Reply::typed(
+        "text/html",
+        b"<title>Caf\xe9</title><p>na\xefve \x93quotes\x94 \x80 5</p>".to_vec(),
+    ));
+    let answer = success(&fetch_url(&server.url("/")));
+    assert_eq!(answer["title"], "Café");
+    assert_eq!(answer["content"], "naïve “quotes” € 5");
+}
