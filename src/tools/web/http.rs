@@ -216,7 +216,14 @@ impl Client {
             .headers()
             .get("content-type")
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let mut body = Vec::new();
+        // Sized once from Content-Length (within the cap): a body that grows
+        // by doubling can hold two copies at the moment it moves.
+        let declared = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = Vec::with_capacity(declared.min(BODY_CAP + 1));
         response
             .body_mut()
             .as_reader()

@@ -211,7 +211,9 @@ impl<'a> Converter<'a> {
             target,
             ordinal: 0,
             stack: Vec::new(),
-            writers: vec![Writer::with_capacity(html.len() / 4)],
+            // The markdown is rarely longer than the page: one allocation,
+            // never copied while it grows (pages not written cost nothing).
+            writers: vec![Writer::with_capacity(html.len())],
             tables: Vec::new(),
             lists: Vec::new(),
             pre: None,

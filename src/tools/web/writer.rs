@@ -16,6 +16,8 @@
 //! - A link around block content keeps its blocks and links the first
 //!   line's text, once (`## [Title](url)`).
 
+use std::borrow::Cow;
+
 /// Quote and list levels written as prefixes; deeper ones add none (a
 /// page of 1000 nested quotes stays readable and linear).
 pub const MAX_PREFIXES: usize = 16;
@@ -157,7 +159,16 @@ impl Writer {
 
     /// Writes `word` after whatever separation and markers are pending.
     pub fn word(&mut self, word: &str) {
-        self.flush();
+        // The common cases, a word after nothing or after a space, first.
+        match self.brk {
+            Break::None if self.openers.is_empty() => {}
+            Break::Space if self.openers.is_empty() && !self.at_line_start => {
+                self.brk = Break::None;
+                self.out.push(' ');
+            }
+            _ => self.flush(),
+        }
+        self.fresh_item = false;
         self.out.push_str(word);
         self.at_line_start = false;
     }
@@ -190,8 +201,8 @@ impl Writer {
         if self.at_line_start && !self.prefixes.is_empty() {
             self.write_line_prefix();
         }
-        for opener in std::mem::take(&mut self.openers) {
-            match opener {
+        for i in 0..self.openers.len() {
+            match self.openers[i] {
                 Opener::Mark(mark) => self.out.push_str(mark),
                 Opener::Heading(level) => {
                     for _ in 0..level {
@@ -209,6 +220,7 @@ impl Writer {
                 }
             }
         }
+        self.openers.clear();
     }
 
     /// The prefix of a line that continues the current items and quotes.
@@ -455,7 +467,13 @@ fn block_marker_len(line: &str) -> usize {
 
 /// A link destination as markdown takes it: the URL as written, in `<>`
 /// when it holds spaces or parentheses that would end it early.
-pub fn destination(url: &str) -> String {
+pub fn destination(url: &str) -> Cow<'_, str> {
+    if !url
+        .bytes()
+        .any(|b| matches!(b, b'\n' | b'\r' | b'\t' | b' ' | b'<' | b'>' | b'(' | b')'))
+    {
+        return Cow::Borrowed(url);
+    }
     let url: String = url
         .chars()
         .filter(|c| !matches!(c, '\n' | '\r' | '\t'))
@@ -473,9 +491,9 @@ pub fn destination(url: &str) -> String {
         }
     }
     if url.contains([' ', '<', '>']) || !balanced || depth != 0 {
-        format!("<{}>", url.replace('<', "%3C").replace('>', "%3E"))
+        Cow::Owned(format!("<{}>", url.replace('<', "%3C").replace('>', "%3E")))
     } else {
-        url
+        Cow::Owned(url)
     }
 }
 
