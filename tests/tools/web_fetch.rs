@@ -1,6 +1,7 @@
 //! web-fetch against pages served on 127.0.0.1: HTML to markdown, charsets,
 //! text and binary types, redirects, limits, every error code, offset/limit
-//! and stub mode (web-tools.md, "web-fetch-tool"; decisions 5, 10, 13, 14).
+//! stub mode, the markdown rules, the public-internet guard and the output
+//! cap.
 
 use std::io::Write;
 use std::net::TcpListener;

@@ -1,5 +1,5 @@
 //! What kind of content a response holds and how to turn its bytes into
-//! text (web-tools.md, web_fetch; spec README, decision 5; issue 3):
+//! text (web_fetch):
 //!
 //! - HTML and XHTML are converted to markdown, other text types (plain,
 //!   markdown, JSON, XML, CSV, ...) are returned as text, binary types

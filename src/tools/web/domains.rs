@@ -1,5 +1,5 @@
-//! Domain filters of the search tools (web-tools.md, `allowed_domains` and
-//! `blocked_domains`; issue 3): a filter names a domain and matches it and
+//! Domain filters of the search tools (`allowed_domains` and
+//! `blocked_domains`): a filter names a domain and matches it and
 //! its subdomains — `example.com` matches `docs.example.com`, never
 //! `badexample.com`. Filters are written loosely by models (`https://x.org/`,
 //! `*.x.org`, `X.org.`), so each is reduced to its bare domain first.

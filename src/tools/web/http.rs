@@ -1,4 +1,4 @@
-//! The HTTP client of the web tools (web-tools.md; issue 3): one GET with the
+//! The HTTP client of the web tools: one GET with the
 //! limits every web tool shares, so none of them can hang past the host's
 //! 30 s deadline or fill memory.
 //!
@@ -405,7 +405,7 @@ pub fn host_of(url: &Uri) -> String {
     }
 }
 
-/// A status as every web tool words it, web-tools.md's form:
+/// A status as every web tool words it:
 /// `HTTP 404: Not Found`, or `HTTP 599` for a code without a name.
 pub fn status_text(status: u16) -> String {
     match ureq::http::StatusCode::from_u16(status)
