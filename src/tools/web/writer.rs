@@ -54,6 +54,10 @@ enum Opener {
 pub struct Writer {
     out: String,
     brk: Break,
+    /// How many prefixes the blank line of a pending `Blank` carries: those
+    /// open when the break was asked for (a quote that starts after a
+    /// paragraph is not yet open on the blank line between them).
+    blank_depth: usize,
     prefixes: Vec<Prefix>,
     /// Prefix levels beyond `MAX_PREFIXES`, counted, not written.
     hidden_prefixes: usize,
@@ -75,6 +79,7 @@ impl Default for Writer {
         Writer {
             out: String::new(),
             brk: Break::None,
+            blank_depth: 0,
             prefixes: Vec::new(),
             hidden_prefixes: 0,
             openers: Vec::new(),
@@ -109,6 +114,10 @@ impl Writer {
         } else {
             brk
         };
+        if brk == Break::Blank && self.brk < Break::Blank {
+            self.blank_depth = self.prefixes.len();
+        }
+        self.blank_depth = self.blank_depth.min(self.prefixes.len());
         self.brk = self.brk.max(brk);
     }
 
@@ -190,7 +199,7 @@ impl Writer {
                     }
                     self.out.push('\n');
                     if brk == Break::Blank {
-                        let blank = self.continuation();
+                        let blank = self.continuation(self.blank_depth);
                         self.out.push_str(blank.trim_end());
                         self.out.push('\n');
                     }
@@ -223,10 +232,11 @@ impl Writer {
         self.openers.clear();
     }
 
-    /// The prefix of a line that continues the current items and quotes.
-    fn continuation(&self) -> String {
+    /// The prefix of a line that continues the outer `depth` items and
+    /// quotes.
+    fn continuation(&self, depth: usize) -> String {
         let mut prefix = String::new();
-        for p in &self.prefixes {
+        for p in &self.prefixes[..depth.min(self.prefixes.len())] {
             match p {
                 Prefix::Quote => prefix.push_str("> "),
                 Prefix::Item { marker, .. } => {
@@ -404,7 +414,7 @@ impl Writer {
         for line in text.split('\n') {
             if !first {
                 if line.is_empty() {
-                    let blank = self.continuation();
+                    let blank = self.continuation(self.prefixes.len());
                     self.out.push('\n');
                     self.out.push_str(blank.trim_end());
                     continue;

@@ -348,8 +348,14 @@ fn nested_tables_cost_linear_time() {
 fn quotes_and_list_items() {
     assert_eq!(
         md("<blockquote><p>one</p><p>two</p><blockquote>deep</blockquote></blockquote>"),
-        "> one\n>\n> two\n> >\n> > deep"
+        "> one\n>\n> two\n>\n> > deep"
     );
+    // The blank line before a quote is not part of it.
+    assert_eq!(
+        md("<ol><li><h4>Name</h4><blockquote><p>text</p></blockquote></li></ol>"),
+        "1. #### Name\n\n   > text"
+    );
+    assert_eq!(md("<p>a</p><blockquote>b</blockquote>"), "a\n\n> b");
     assert_eq!(
         md("<p>He said <q>hi</q> in <cite>Book</cite>.</p>"),
         "He said \"hi\" in Book."
