@@ -9,6 +9,7 @@ pub mod args;
 pub mod content;
 pub mod credentials;
 pub mod domains;
+mod entities;
 pub mod guard;
 pub mod http;
 pub mod markdown;

@@ -10,7 +10,8 @@
 use std::borrow::Cow;
 
 use memchr::{memchr, memchr2, memmem};
-use web_atoms::{C1_REPLACEMENTS, NAMED_ENTITIES};
+
+use super::entities;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token<'a> {
@@ -314,6 +315,14 @@ pub fn decode_into(text: &str, in_attr: bool, out: &mut String) {
     out.push_str(&text[done..]);
 }
 
+/// What `&#128;` to `&#159;` stand for: the characters windows-1252 has
+/// there, as browsers read them (0: the code point itself).
+const C1_REPLACEMENTS: [u32; 32] = [
+    0x20ac, 0, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039,
+    0x0152, 0, 0x017d, 0, 0, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc,
+    0x2122, 0x0161, 0x203a, 0x0153, 0, 0x017e, 0x0178,
+];
+
 /// One or two characters a reference stands for.
 enum Chars {
     One(char),
@@ -354,8 +363,10 @@ fn reference(rest: &str, in_attr: bool) -> Option<(Chars, usize)> {
             .unwrap_or(u32::MAX)
             .max(if digits > 8 { u32::MAX } else { 0 });
         let c = match value {
-            0x80..=0x9f => C1_REPLACEMENTS[(value - 0x80) as usize]
-                .unwrap_or(char::from_u32(value).unwrap_or('\u{fffd}')),
+            0x80..=0x9f => match C1_REPLACEMENTS[(value - 0x80) as usize] {
+                0 => char::from_u32(value).unwrap_or('\u{fffd}'),
+                c => char::from_u32(c).unwrap_or('\u{fffd}'),
+            },
             0 => '\u{fffd}',
             v => char::from_u32(v).unwrap_or('\u{fffd}'),
         };
@@ -383,13 +394,13 @@ fn reference(rest: &str, in_attr: bool) -> Option<(Chars, usize)> {
         key[..run].copy_from_slice(&bytes[..run]);
         key[run] = b';';
         let key = std::str::from_utf8(&key[..=run]).ok()?;
-        if let Some(&cp) = NAMED_ENTITIES.get(key).filter(|cp| cp.0 != 0) {
+        if let Some(cp) = entities::lookup(key) {
             return Some((chars(cp)?, run + 1));
         }
     }
     // Legacy references without `;` (`&amp`, `&copy`): the longest known.
     for len in (2..=run.min(6)).rev() {
-        if let Some(&cp) = NAMED_ENTITIES.get(&name[..len]).filter(|cp| cp.0 != 0) {
+        if let Some(cp) = entities::lookup(&name[..len]) {
             let next = bytes.get(len);
             if in_attr && next.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'=') {
                 return None;
