@@ -201,6 +201,8 @@ struct Converter<'a> {
     /// The stack index of the main content while inside it.
     main_at: Option<usize>,
     scratch: String,
+    /// The last start tag was `xmp` or `plaintext`, whose raw text is text.
+    raw_is_text: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -223,6 +225,7 @@ impl<'a> Converter<'a> {
             skip_from: None,
             main_at: None,
             scratch: String::new(),
+            raw_is_text: false,
         }
     }
 
@@ -231,8 +234,9 @@ impl<'a> Converter<'a> {
             match token {
                 Token::Text(text) => self.text(text),
                 Token::Raw(text) => {
-                    // xmp and plaintext: preformatted text as written.
-                    if self.rendering() {
+                    // xmp and plaintext: preformatted text as written; the
+                    // raw text of scripts, styles, iframes is no content.
+                    if self.raw_is_text && self.rendering() {
                         if let Some(pre) = &mut self.pre {
                             pre.text.push_str(text);
                         }
@@ -285,6 +289,7 @@ impl<'a> Converter<'a> {
     fn start(&mut self, tag: StartTag<'a>) {
         self.ordinal += 1;
         let kind = Tag::of(tag.name);
+        self.raw_is_text = kind == Tag::Pre;
         if kind == Tag::Source {
             self.source(tag.attrs);
             return;
@@ -808,9 +813,13 @@ fn is_hidden(attrs: &str) -> bool {
 /// A fenced code block, its language from the classes it was found with.
 fn code_block(pre: Pre) -> String {
     let text = pre.text.replace("\r\n", "\n").replace('\r', "\n");
-    // HTML drops a newline right after `<pre>`.
-    let text = text.strip_prefix('\n').unwrap_or(&text).trim_end();
-    if text.trim().is_empty() {
+    // Blank lines before the first line of code say nothing (HTML itself
+    // drops the newline right after `<pre>`); indentation stays.
+    let first_line = text
+        .find(|c: char| !c.is_whitespace())
+        .map_or(text.len(), |i| text[..i].rfind('\n').map_or(0, |n| n + 1));
+    let text = text[first_line..].trim_end();
+    if text.is_empty() {
         return String::new();
     }
     let fence = "`".repeat(longest_run(text, '`').max(2) + 1);

@@ -145,34 +145,25 @@ impl<'a> Iterator for Tokenizer<'a> {
             if start >= bytes.len() {
                 return None;
             }
-            if bytes[start] != b'<' {
+            let opens = |i: usize| {
+                bytes
+                    .get(i + 1)
+                    .is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'/' | b'!' | b'?'))
+            };
+            if bytes[start] != b'<' || !opens(start) {
                 // Text runs to the next `<` that opens something.
-                let mut at = start;
+                let mut at = start + 1;
                 let end = loop {
                     match memchr(b'<', &bytes[at..]) {
                         None => break bytes.len(),
-                        Some(i) => {
-                            let lt = at + i;
-                            match bytes.get(lt + 1) {
-                                Some(b)
-                                    if b.is_ascii_alphabetic()
-                                        || matches!(b, b'/' | b'!' | b'?') =>
-                                {
-                                    break lt
-                                }
-                                _ => at = lt + 1,
-                            }
-                        }
+                        Some(i) if opens(at + i) => break at + i,
+                        Some(i) => at = at + i + 1,
                     }
                 };
                 self.pos = end;
                 return Some(Token::Text(&self.src[start..end]));
             }
-            let Some(&next) = bytes.get(start + 1) else {
-                self.pos = bytes.len();
-                return Some(Token::Text(&self.src[start..]));
-            };
-            match next {
+            match bytes[start + 1] {
                 b'!' => {
                     if bytes[start..].starts_with(b"<!--") {
                         let body = start + 4;
@@ -226,7 +217,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                         attrs: &self.src[name_end..gt],
                     }));
                 }
-                _ => unreachable!("text scanning stops only at `<` before [A-Za-z/!?]"),
+                _ => unreachable!("`opens` let only `<` before [A-Za-z/!?] through"),
             }
         }
     }
