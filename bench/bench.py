@@ -764,14 +764,51 @@ class Server:
         self.proc.wait()
 
 
+def peers():
+    """bench/peers (htmd, html2md and an o200k token counter), built once
+    (release) into the cache dir: the main crate depends on none of them."""
+    target = os.path.join(BENCH_DIR, "peers-target")
+    env = dict(os.environ, CARGO_TARGET_DIR=target)
+    run(["cargo", "build", "--release", "--quiet", "--manifest-path",
+         os.path.join(HERE, "peers", "Cargo.toml")], env=env)
+    return os.path.join(target, "release", "ikigai-bench-peers")
+
+
+MCP_FETCH = "mcp-server-fetch==2026.10.24"
+
+
+def mcp_python():
+    """A venv under the cache dir holding the MCP fetch server (its
+    converter is what the quality table compares with). readabilipy, which
+    it uses, installs Readability.js's node modules on first use."""
+    venv = os.path.join(BENCH_DIR, "mcp-venv")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        log("creating the MCP fetch venv")
+        run([sys.executable, "-m", "venv", venv])
+    probe = "import mcp_server_fetch.server, importlib.metadata as m; print(m.version('mcp-server-fetch'))"
+    p = run([python, "-c", probe], check=False)
+    if p.returncode != 0 or p.stdout.decode().strip() != MCP_FETCH.split("==")[1]:
+        log(f"installing {MCP_FETCH}")
+        run([python, "-m", "pip", "install", "--quiet", MCP_FETCH])
+    if not shutil.which("node"):
+        raise Skip("node is missing: the MCP fetch server's converter runs Readability.js in node")
+    return python
+
+
 def bench_fetch(t):
     need_tool("web-fetch")
     www, name, meta = html_page()
+    exe = peers()
+    page = os.path.join(www, name)
     server = Server(www)
+    # The server is on 127.0.0.1, which web_fetch refuses unless told.
+    env = dict(os.environ, IKIGAI_FETCH_ALLOW_PRIVATE="1")
+    env.pop("IKIGAI_MAX_OUTPUT", None)
     try:
         url = f"http://127.0.0.1:{server.port}/{name}"
         ours = [tool_path("web-fetch"), json.dumps({"url": url})]
-        peak, p = peak_rss(ours)
+        peak, p = peak_rss(ours, env=env)
         try:
             got = json.loads(p.stdout)
         except ValueError:
@@ -783,21 +820,77 @@ def bench_fetch(t):
                 or "END-OF-PAGE-MARKER" not in content):
             raise Wrong(f"web-fetch answer lacks the page's title, first or last section: "
                         f"{str(got)[:300]}")
-        cmds = {"ours": {"cmd": ours}}
+        cmds = {"ours": {"cmd": ours, "env": env}}
+        peer_peaks = {}
+        for peer in ("htmd", "html2md"):
+            argv = [exe, peer, page]
+            peer_peaks[peer], q = peak_rss(argv)
+            out = q.stdout.decode(errors="replace")
+            if q.returncode != 0 or "END-OF-PAGE-MARKER" not in out or last not in out:
+                raise Wrong(f"{peer} lost the page's last section: {out[-300:]!r}")
+            cmds[peer] = {"cmd": argv}
         if shutil.which("curl"):
             cmds["curl"] = {"cmd": ["curl", "-s", "-o", "/dev/null", url]}
         m = t.medians(cmds, runs=10, warmup=2)
     finally:
         server.stop()
     rate = meta["bytes"] / MB / m["ours"]
-    rows = [row("fetch", f"web-fetch of a {fmt_bytes(meta['bytes'])} page, 127.0.0.1",
+    size = fmt_bytes(meta["bytes"])
+    rows = [row("fetch", f"web-fetch of a {size} page, 127.0.0.1",
                 ours=f"{fmt_time(m['ours'])} = {rate:.1f} MB/s",
                 peer="curl -o /dev/null" if "curl" in m else None,
-                peer_time=fmt_time(m.get("curl")), target="≥ 20 MB/s", ok=rate >= 20,
-                ours_s=m["ours"], rate_mb_s=rate),
-            row("fetch", "peak memory", ours=fmt_bytes(peak), peer="page size",
-                peer_time=fmt_bytes(meta["bytes"]), ratio=f"{peak / meta['bytes']:.1f}",
-                ours_bytes=peak)]
+                peer_time=fmt_time(m.get("curl")), target="≥ 60 MB/s", ok=rate >= 60,
+                ours_s=m["ours"], rate_mb_s=rate)]
+    for peer in ("htmd", "html2md"):
+        peer_rate = meta["bytes"] / MB / m[peer]
+        rows.append(row("fetch", f"the same page: web-fetch (HTTP included) vs {peer} (file to markdown)",
+                        ours=fmt_time(m["ours"]), peer=peer,
+                        peer_time=f"{fmt_time(m[peer])} = {peer_rate:.1f} MB/s",
+                        ratio=f"{m['ours'] / m[peer]:.2f}", ours_s=m["ours"], peer_s=m[peer]))
+    rows.append(row("fetch", "peak memory", ours=fmt_bytes(peak), peer="page size",
+                    peer_time=size, ratio=f"{peak / meta['bytes']:.1f}",
+                    target="≤ 3 × page", ok=peak <= 3 * meta["bytes"], ours_bytes=peak))
+    for peer in ("htmd", "html2md"):
+        rows.append(row("fetch", f"peak memory, {peer}", ours=fmt_bytes(peak), peer=peer,
+                        peer_time=fmt_bytes(peer_peaks[peer]),
+                        ratio=f"{peak / peer_peaks[peer]:.2f}", ours_bytes=peak,
+                        peer_bytes=peer_peaks[peer]))
+    return rows
+
+
+def bench_quality(t):
+    """Recall, precision and tokens of web-fetch's markdown beside the MCP
+    fetch server's converter, on the stored pages of bench/quality."""
+    need_tool("web-fetch")
+    exe = peers()
+    python = mcp_python()
+    sys.path.insert(0, os.path.join(HERE, "quality"))
+    import measure
+    results = measure.measure(tool_path("web-fetch"), exe, python)
+    rows = []
+    totals = {"ours": [0, 0, 0], "mcp": [0, 0, 0]}  # found words, expected words, tokens
+    for r in results:
+        o, m = r["ours"], r["mcp"]
+        for who, v in (("ours", o), ("mcp", m)):
+            totals[who][0] += v["recall"] * r["expected_words"]
+            totals[who][1] += r["expected_words"]
+            totals[who][2] += v["tokens"]
+        ratio = o["tokens"] / max(1, m["tokens"])
+        ok = o["recall"] >= m["recall"] - 1e-9 and ratio <= 0.8
+        rows.append(row("quality", f"{r['page']}: recall / precision / tokens",
+                        ours=f"{o['recall']:.3f} / {o['precision']:.3f} / {o['tokens']}",
+                        peer="MCP fetch",
+                        peer_time=f"{m['recall']:.3f} / {m['precision']:.3f} / {m['tokens']}",
+                        ratio=f"{ratio:.2f}", target="recall ≥ peer, tokens ≤ 0.8 × peer",
+                        ok=ok, ours_recall=o["recall"], peer_recall=m["recall"],
+                        ours_tokens=o["tokens"], peer_tokens=m["tokens"]))
+    (of, oe, ot), (mf, me, mt) = totals["ours"], totals["mcp"]
+    ratio = ot / max(1, mt)
+    rows.append(row("quality", f"all {len(results)} pages: recall / tokens",
+                    ours=f"{of / oe:.3f} / {ot}", peer="MCP fetch",
+                    peer_time=f"{mf / me:.3f} / {mt}", ratio=f"{ratio:.2f}",
+                    target="recall ≥ peer, tokens ≤ 0.8 × peer",
+                    ok=of / oe >= mf / me - 1e-9 and ratio <= 0.8))
     return rows
 
 
@@ -917,7 +1010,8 @@ BENCHES = {
     "glob-tree": (bench_glob_tree, ["`**/*.rs`"]),
     "edit-big": (bench_edit_big, ["one line of a 200 MB file"]),
     "read-big": (bench_read_big, ["offset/limit deep in a 200 MB file"]),
-    "fetch": (bench_fetch, ["web-fetch of a 5 MB page"]),
+    "fetch": (bench_fetch, ["web-fetch of a 5 MB page, beside htmd and html2md"]),
+    "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on

@@ -4,7 +4,7 @@
 #
 #   bench/run.sh            every benchmark
 #   bench/run.sh NAME...    only those (call discover discover-200 grep-tree
-#                           glob-tree edit-big read-big capture fetch sandbox mcp)
+#                           glob-tree edit-big read-big capture fetch quality sandbox mcp)
 #   bench/run.sh --list     the names
 #
 # It installs the peers it needs (Debian packages), builds and installs the
@@ -13,7 +13,8 @@
 # bench/RESULTS.md (and bench/results.json).
 #
 # Cache dir: ${IKIGAI_BENCH_DIR:-$HOME/.cache/ikigai-bench} (about 2 GB: the
-# cargo registry corpus, a 200 MB file and its copies, a 5 MB page).
+# cargo registry corpus, a 200 MB file and its copies, a 5 MB page, the
+# bench/peers build and a Python venv with the MCP fetch server).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -33,6 +34,7 @@ want fdfind fd-find
 want hyperfine hyperfine
 want python3 python3
 want curl curl
+want node nodejs
 want sed sed
 want xargs findutils
 [ -x /usr/bin/time ] || need+=(time)

@@ -35,6 +35,8 @@ pub enum ErrorCode {
     ParseError,
     InvalidUrl,
     UnsupportedContent,
+    // web_fetch: a host that is not on the public internet.
+    AddressBlocked,
 }
 
 impl ErrorCode {
@@ -64,6 +66,7 @@ impl ErrorCode {
             ParseError => "PARSE_ERROR",
             InvalidUrl => "INVALID_URL",
             UnsupportedContent => "UNSUPPORTED_CONTENT",
+            AddressBlocked => "ADDRESS_BLOCKED",
         }
     }
 }

@@ -1,17 +1,21 @@
-//! web_fetch: fetch a URL and answer its content as markdown (web-tools.md,
-//! "web-fetch-tool"; spec README, decisions 5, 8, 10, 13 and 14; issue 3).
+//! web_fetch: fetch a URL and answer its content as markdown.
 //!
-//! Only http and https; redirects followed (at most 10) and the final URL
-//! answered; limits of `web::http` (20 s, 10 MiB, cut bodies say so). HTML
-//! and XHTML become markdown with the page's `<title>`; other text types
-//! come back as text with an empty title; binary types are refused by name.
-//! `offset` (1-based) and `limit` count lines of the final content.
+//! Only http and https, and only hosts on the public internet (`web::guard`:
+//! every host, the first and each redirect's, resolved and checked, and the
+//! connection made to the checked addresses). Redirects followed (at most
+//! 10) and the final URL answered; limits of `web::http` (20 s, 10 MiB, cut
+//! bodies say so). HTML and XHTML become markdown (`web::markdown`) with the
+//! page's `<title>`; other text types come back as text with an empty title;
+//! binary types are refused by name. `offset` (1-based) and `limit` count
+//! lines of the final content.
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
+use super::web::args;
 use super::web::content::{self, ContentType, Kind};
 use super::web::http::{self, Client, Failure, BODY_CAP};
 use super::web::markdown::{self, Page};
@@ -49,6 +53,20 @@ const SCHEMA: &str = r#"{
 /// What we can use, best first; servers that negotiate send HTML.
 const ACCEPT: &str = "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5";
 
+/// The arguments, as the schema states them.
+#[derive(Deserialize)]
+struct Args {
+    url: String,
+    /// The 1-based line to start from.
+    #[serde(default = "first_line")]
+    offset: u64,
+    limit: Option<u64>,
+}
+
+fn first_line() -> u64 {
+    1
+}
+
 impl Tool for WebFetch {
     fn name(&self) -> &'static str {
         "web_fetch"
@@ -64,9 +82,8 @@ impl Tool for WebFetch {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let raw_url = args["url"].as_str().unwrap_or_default();
-        let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
-        let limit = args.get("limit").and_then(Value::as_u64);
+        let Args { url, offset, limit } = args::read(args)?;
+        let raw_url = url.as_str();
         let url = http::parse_url(raw_url).map_err(|why| {
             ToolError::new(
                 ErrorCode::InvalidUrl,
@@ -91,6 +108,10 @@ impl Tool for WebFetch {
                         ErrorCode::ParseError,
                         format!("Failed to parse response: {reason}"),
                     ),
+                    Failure::Blocked(reason) => ToolError::new(
+                        ErrorCode::AddressBlocked,
+                        format!("Refused to fetch URL: {reason}"),
+                    ),
                 })?;
         if response.status >= 400 {
             return Err(ToolError::new(
@@ -104,16 +125,11 @@ impl Tool for WebFetch {
         let mut page = match kind {
             Kind::Binary => return Err(unsupported(&content_type.mime)),
             Kind::Html => {
-                let html = content::decode(&response.body, content_type.charset.as_deref(), kind);
-                markdown::convert(&html).map_err(|why| {
-                    ToolError::new(
-                        ErrorCode::ParseError,
-                        format!("Failed to parse HTML: {why}"),
-                    )
-                })?
+                let html = content::decode(response.body, content_type.charset.as_deref(), kind);
+                markdown::convert(&html, &response.url)
             }
             Kind::Text => {
-                let text = content::decode(&response.body, content_type.charset.as_deref(), kind);
+                let text = content::decode(response.body, content_type.charset.as_deref(), kind);
                 Page {
                     title: String::new(),
                     markdown: text.replace("\r\n", "\n"),
@@ -139,14 +155,15 @@ fn answer(url: String, page: Page, offset: u64, limit: Option<u64>) -> Value {
         "success": true,
         "url": url,
         "title": page.title,
-        "content": lines(&page.markdown, offset, limit),
+        "content": lines(page.markdown, offset, limit),
     })
 }
 
 /// Lines `offset..offset+limit` (1-based) of `text`; empty past the end.
-fn lines(text: &str, offset: u64, limit: Option<u64>) -> String {
+/// The whole text is moved, not copied: a page's markdown can be megabytes.
+fn lines(text: String, offset: u64, limit: Option<u64>) -> String {
     if offset <= 1 && limit.is_none() {
-        return text.to_string();
+        return text;
     }
     let skip = usize::try_from(offset.saturating_sub(1)).unwrap_or(usize::MAX);
     let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
@@ -182,14 +199,14 @@ mod tests {
     #[test]
     fn offset_is_one_based_and_limit_counts_lines() {
         let text = "l1\nl2\nl3\nl4";
-        assert_eq!(lines(text, 1, None), text);
-        assert_eq!(lines(text, 3, None), "l3\nl4");
-        assert_eq!(lines(text, 2, Some(2)), "l2\nl3");
-        assert_eq!(lines(text, 1, Some(1)), "l1");
-        assert_eq!(lines(text, 4, Some(10)), "l4");
-        assert_eq!(lines(text, 5, None), "");
-        assert_eq!(lines(text, u64::MAX, Some(u64::MAX)), "");
-        assert_eq!(lines("", 1, Some(3)), "");
+        assert_eq!(lines(text.into(), 1, None), text);
+        assert_eq!(lines(text.into(), 3, None), "l3\nl4");
+        assert_eq!(lines(text.into(), 2, Some(2)), "l2\nl3");
+        assert_eq!(lines(text.into(), 1, Some(1)), "l1");
+        assert_eq!(lines(text.into(), 4, Some(10)), "l4");
+        assert_eq!(lines(text.into(), 5, None), "");
+        assert_eq!(lines(text.into(), u64::MAX, Some(u64::MAX)), "");
+        assert_eq!(lines("".into(), 1, Some(3)), "");
     }
 
     #[test]

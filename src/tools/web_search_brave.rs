@@ -7,6 +7,7 @@
 //! lists are applied to the results. Brave may mark up titles and
 //! descriptions (`<strong>`, entities): the common answer holds plain text.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
@@ -14,9 +15,9 @@ use crate::tool::{Env, Family, Tool};
 
 use super::web::credentials::Store;
 use super::web::http::{self, Client};
-use super::web::markdown::fragment_text;
 use super::web::search::{self, Layout, Provider};
-use super::web::{domains, stub};
+use super::web::text::fragment_text;
+use super::web::{args, domains, stub};
 
 pub struct WebSearchBrave;
 
@@ -75,6 +76,24 @@ const CONFIG_REQUIRED: &str = "⚠ Configuration Required\n\nWeb search needs an
 const CONFIG_DATA: &str = r#"{"tool": "web_search_brave", "credential": "api_key", "signup_url": "https://brave.com/search/api/"}"#;
 const RATE_LIMIT: &str = "Rate limit exceeded. You've used your free search quota (2,000/month).";
 
+/// The arguments, as the schema states them.
+#[derive(Deserialize)]
+struct Args {
+    query: String,
+    #[serde(default = "default_count")]
+    count: i64,
+    #[serde(default)]
+    offset: i64,
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    #[serde(default)]
+    blocked_domains: Vec<String>,
+}
+
+fn default_count() -> i64 {
+    10
+}
+
 impl Tool for WebSearchBrave {
     fn name(&self) -> &'static str {
         "web_search_brave"
@@ -90,11 +109,16 @@ impl Tool for WebSearchBrave {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let query = args["query"].as_str().unwrap_or_default();
-        let count = args.get("count").and_then(Value::as_i64).unwrap_or(10);
-        let offset = args.get("offset").and_then(Value::as_i64).unwrap_or(0);
-        let allowed = domains::from_args(args, "allowed_domains")?;
-        let blocked = domains::from_args(args, "blocked_domains")?;
+        let Args {
+            query,
+            count,
+            offset,
+            allowed_domains,
+            blocked_domains,
+        } = args::read(args)?;
+        let query = query.as_str();
+        let allowed = domains::from_list(&allowed_domains, "allowed_domains")?;
+        let blocked = domains::from_list(&blocked_domains, "blocked_domains")?;
         if env.stub() {
             return Ok(stub::search(PROVIDER));
         }

@@ -9,6 +9,7 @@
 //! filter is applied to the results as well, so lists Google cannot express
 //! still hold. Errors are told apart by Google's `reason`.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
@@ -17,7 +18,7 @@ use crate::tool::{Env, Family, Tool};
 use super::web::credentials::Store;
 use super::web::http::{self, Client, Fetched};
 use super::web::search::{self, Layout, Provider};
-use super::web::{domains, stub};
+use super::web::{args, domains, stub};
 
 pub struct WebSearchGoogle;
 
@@ -98,6 +99,28 @@ const RATE_REASONS: &[&str] = &[
     "RATE_LIMIT_EXCEEDED",
 ];
 
+/// The arguments, as the schema states them.
+#[derive(Deserialize)]
+struct Args {
+    query: String,
+    #[serde(default = "default_start")]
+    start: i64,
+    #[serde(default = "default_num")]
+    num: i64,
+    #[serde(default)]
+    allowed_domains: Vec<String>,
+    #[serde(default)]
+    blocked_domains: Vec<String>,
+}
+
+fn default_start() -> i64 {
+    1
+}
+
+fn default_num() -> i64 {
+    10
+}
+
 impl Tool for WebSearchGoogle {
     fn name(&self) -> &'static str {
         "web_search_google"
@@ -113,12 +136,17 @@ impl Tool for WebSearchGoogle {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let query = args["query"].as_str().unwrap_or_default();
-        let start = args.get("start").and_then(Value::as_i64).unwrap_or(1);
-        let num = args.get("num").and_then(Value::as_i64).unwrap_or(10);
+        let Args {
+            query,
+            start,
+            num,
+            allowed_domains,
+            blocked_domains,
+        } = args::read(args)?;
+        let query = query.as_str();
         let num = num.min(LAST_RESULT - start);
-        let allowed = domains::from_args(args, "allowed_domains")?;
-        let blocked = domains::from_args(args, "blocked_domains")?;
+        let allowed = domains::from_list(&allowed_domains, "allowed_domains")?;
+        let blocked = domains::from_list(&blocked_domains, "blocked_domains")?;
         if env.stub() {
             return Ok(stub::search(PROVIDER));
         }

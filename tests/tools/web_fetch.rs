@@ -1,6 +1,7 @@
 //! web-fetch against pages served on 127.0.0.1: HTML to markdown, charsets,
 //! text and binary types, redirects, limits, every error code, offset/limit
-//! and stub mode (web-tools.md, "web-fetch-tool"; decisions 5, 10, 13, 14).
+//! stub mode, the markdown rules, the public-internet guard and the output
+//! cap.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -15,7 +16,7 @@ use crate::common::Output;
 const TOOL: &str = "web-fetch";
 
 fn fetch(args: Value) -> Output {
-    Sandbox::new().run(TOOL).json_in(&args).output()
+    Sandbox::new().run_fetch().json_in(&args).output()
 }
 
 fn fetch_url(url: &str) -> Output {
@@ -57,10 +58,10 @@ fn html_becomes_markdown_with_title_and_no_hidden_text() {
          1. Write an `async fn`\n\
          2. Call `.await`\n\
          \n\
-         Spaced out paragraph.\n\
-         \n\
-         © 2024 The Async Book authors"
+         Spaced out paragraph."
     );
+    // The page marks its main content: the footer outside it is left out.
+    assert!(!content.contains("2024 The Async Book authors"));
     for hidden in [
         "STYLE-TEXT",
         "SCRIPT_TEXT",
@@ -362,27 +363,19 @@ fn gzip_bodies_are_decoded_and_corrupt_ones_are_parse_errors() {
 }
 
 #[test]
-fn html_nested_just_under_the_limit_converts() {
-    // html, body and 1020 levels of markup: recursion in html2md must hold.
-    let page = format!("<title>Deep</title>{}deep text", "<div><b>".repeat(510));
+fn html_nested_deeper_than_512_is_flattened_not_refused() {
+    // 2000 levels of div and bold: the outer 512 elements count, the rest
+    // are flattened into them; bold inside bold is bold once.
+    let page = format!(
+        "<title>Deep</title>{}deep <b>text</b>{}",
+        "<div><b>".repeat(1000),
+        "</b></div>".repeat(1000)
+    );
     let answer = success(&fetch_url(&serve(Reply::html(page)).url("/")));
-    // Each <b> is bold again, as html2md writes nested emphasis.
-    assert_eq!(
-        answer["content"],
-        format!("{0}deep text{0}", "**".repeat(510))
-    );
-}
-
-#[test]
-fn pathologically_deep_html_is_a_parse_error_not_a_crash() {
-    let server = serve(Reply::html(format!(
-        "<title>Deep</title>{}x",
-        "<div>".repeat(5000)
-    )));
-    assert_eq!(
-        failure(&fetch_url(&server.url("/")), "PARSE_ERROR"),
-        "Failed to parse HTML: elements are nested more than 1024 levels deep"
-    );
+    assert_eq!(answer["content"], "**deep text**");
+    let page = format!("<title>Deep</title>{}x", "<div>".repeat(100_000));
+    let answer = success(&fetch_url(&serve(Reply::html(page)).url("/")));
+    assert_eq!(answer["content"], "x");
 }
 
 #[test]
@@ -425,7 +418,7 @@ fn unreachable_servers_are_network_errors() {
 fn a_stalled_response_times_out() {
     let server = serve(Reply::stall(Duration::from_secs(8)).body("<p>partial"));
     let out = Sandbox::new()
-        .run(TOOL)
+        .run_fetch()
         .env("IKIGAI_WEB_TIMEOUT", "1")
         .json_in(&json!({"url": server.url("/slow")}))
         .output();
@@ -435,7 +428,7 @@ fn a_stalled_response_times_out() {
     );
 
     let out = Sandbox::new()
-        .run(TOOL)
+        .run_fetch()
         .env("IKIGAI_WEB_TIMEOUT", "60")
         .json_in(&json!({"url": server.url("/slow")}))
         .output();
@@ -476,7 +469,7 @@ fn stub_mode_answers_without_network() {
     for flag in ["SHELLCLAW_STUB", "IKIGAI_STUB"] {
         let run = |args: Value| {
             Sandbox::new()
-                .run(TOOL)
+                .run_fetch()
                 .env(flag, "1")
                 .json_in(&args)
                 .output()
@@ -512,6 +505,7 @@ fn shellclaw_protocol_takes_the_url_in_dollar_one() {
     let server = serve(Reply::html("<title>T</title><p>from $1</p>"));
     let out = Sandbox::new()
         .run("web_fetch")
+        .env(super::web_support::ALLOW_PRIVATE, "1")
         .arg(json!({"url": server.url("/")}).to_string())
         .output();
     assert_eq!(success(&out)["content"], "from $1");
@@ -522,4 +516,309 @@ fn shellclaw_protocol_takes_the_url_in_dollar_one() {
         .output();
     let message = failure(&out, "INVALID_URL");
     assert_eq!(out.stderr, format!("web_fetch: {message}\n"));
+}
+
+/// web-fetch as the host runs it: private addresses refused.
+fn fetch_guarded(url: &str) -> Output {
+    Sandbox::new()
+        .run(TOOL)
+        .json_in(&json!({ "url": url }))
+        .output()
+}
+
+#[test]
+fn private_and_local_addresses_are_refused_before_connecting() {
+    // A live server, so that a request that got through would be seen.
+    let server = serve(Reply::html("<title>Secret</title><p>internal</p>"));
+    let port = server.addr().port();
+    let cases = [
+        (
+            format!("http://127.0.0.1:{port}/"),
+            "127.0.0.1",
+            "is a loopback",
+        ),
+        (
+            format!("http://127.1:{port}/"),
+            "127.1",
+            "is 127.0.0.1, a loopback",
+        ),
+        (
+            format!("http://2130706433:{port}/"),
+            "2130706433",
+            "is 127.0.0.1, a loopback",
+        ),
+        (
+            format!("http://0x7f000001:{port}/"),
+            "0x7f000001",
+            "is 127.0.0.1, a loopback",
+        ),
+        (
+            format!("http://[::ffff:127.0.0.1]:{port}/"),
+            "[::ffff:127.0.0.1]",
+            "is ::ffff:127.0.0.1, a loopback",
+        ),
+        (
+            format!("http://LOCALHOST:{port}/"),
+            "LOCALHOST",
+            "resolves to 127.0.0.1, a loopback",
+        ),
+        ("http://[::1]/".to_string(), "[::1]", "is ::1, a loopback"),
+        ("http://10.0.0.1/".to_string(), "10.0.0.1", "is a private"),
+        (
+            "http://172.16.5.4/".to_string(),
+            "172.16.5.4",
+            "is a private",
+        ),
+        (
+            "http://192.168.1.1/".to_string(),
+            "192.168.1.1",
+            "is a private",
+        ),
+        (
+            "http://[fd00:ec2::254]/".to_string(),
+            "[fd00:ec2::254]",
+            "is fd00:ec2::254, a unique-local (private)",
+        ),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_string(),
+            "169.254.169.254",
+            "is a cloud metadata",
+        ),
+        (
+            "http://169.254.10.1/".to_string(),
+            "169.254.10.1",
+            "is a link-local",
+        ),
+        (
+            "http://[fe80::1]/".to_string(),
+            "[fe80::1]",
+            "is fe80::1, a link-local",
+        ),
+        (
+            "http://100.64.0.1/".to_string(),
+            "100.64.0.1",
+            "is a shared (CGNAT)",
+        ),
+        (
+            "http://0.0.0.0/".to_string(),
+            "0.0.0.0",
+            "is an unspecified",
+        ),
+        ("http://[::]/".to_string(), "[::]", "is ::, an unspecified"),
+        (
+            "http://224.0.0.1/".to_string(),
+            "224.0.0.1",
+            "is a multicast",
+        ),
+        (
+            "http://[ff02::1]/".to_string(),
+            "[ff02::1]",
+            "is ff02::1, a multicast",
+        ),
+    ];
+    for (url, host, class) in &cases {
+        let out = fetch_guarded(url);
+        assert_eq!(
+            failure(&out, "ADDRESS_BLOCKED"),
+            format!(
+                "Refused to fetch URL: host {host} {class} address: web_fetch only fetches pages on the public internet"
+            ),
+            "{url}"
+        );
+    }
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    // IKIGAI_FETCH_ALLOW_PRIVATE=1 turns the check off.
+    for url in [
+        format!("http://127.1:{port}/"),
+        format!("http://LOCALHOST:{port}/"),
+    ] {
+        let answer = success(&fetch_url(&url));
+        assert_eq!(answer["title"], "Secret");
+    }
+    // Any other value does not.
+    let out = Sandbox::new()
+        .run(TOOL)
+        .env(super::web_support::ALLOW_PRIVATE, "yes")
+        .json_in(&json!({ "url": format!("http://127.0.0.1:{port}/") }))
+        .output();
+    failure(&out, "ADDRESS_BLOCKED");
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A local HTTP proxy as ureq speaks to one (`CONNECT host:port`, then
+/// the request inside the tunnel), answering every tunnelled request with
+/// a redirect to `location`. Records the CONNECT targets and requests.
+struct Proxy {
+    addr: std::net::SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    fn start(location: &'static str) -> Proxy {
+        use std::io::{BufRead, BufReader};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            // Bounded: a test makes at most a few connections.
+            for stream in listener.incoming().take(4).flatten() {
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                let head = |reader: &mut BufReader<_>| -> Option<String> {
+                    let mut first = String::new();
+                    reader.read_line(&mut first).ok()?;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).ok()? == 0 || line == "\r\n" {
+                            break;
+                        }
+                    }
+                    Some(first.trim_end().to_string())
+                };
+                let Some(connect) = head(&mut reader) else {
+                    continue;
+                };
+                log.lock().unwrap().push(connect);
+                let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let Some(request) = head(&mut reader) else {
+                    continue;
+                };
+                log.lock().unwrap().push(request);
+                let reply = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(reply.as_bytes());
+            }
+        });
+        Proxy { addr, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[test]
+fn through_a_proxy_the_target_and_every_redirect_are_checked_first() {
+    // The target is a public address the request never reaches: the local
+    // proxy answers for it, with a redirect inward.
+    let proxy = Proxy::start("http://169.254.169.254/latest/meta-data/");
+    let via_proxy = |url: &str| {
+        Sandbox::new()
+            .run(TOOL)
+            .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+            .json_in(&json!({ "url": url }))
+            .output()
+    };
+    // A private target is refused before the proxy sees the request.
+    assert!(
+        failure(&via_proxy("http://10.1.2.3/admin"), "ADDRESS_BLOCKED")
+            .contains("host 10.1.2.3 is a private address")
+    );
+    assert!(proxy.seen().is_empty());
+    // A public target goes to the proxy; its redirect inward is refused.
+    let out = via_proxy("http://93.184.215.14/start");
+    assert_eq!(
+        failure(&out, "ADDRESS_BLOCKED"),
+        "Refused to fetch URL: host 169.254.169.254 is a cloud metadata address: web_fetch only fetches pages on the public internet"
+    );
+    assert_eq!(
+        proxy.seen(),
+        ["CONNECT 93.184.215.14:80 HTTP/1.1", "GET /start HTTP/1.1"]
+    );
+}
+
+#[test]
+fn the_answer_fits_the_hosts_output_cap() {
+    // Quotes and non-ASCII count as printed: escapes take more bytes.
+    let body: String = (0..2000)
+        .map(|i| format!("<p>Paragraph {i}: \"quoted\" text, café, \u{1}.</p>"))
+        .collect();
+    let server = serve(Reply::html(format!("<title>Long</title>{body}")));
+    for cap in [1024usize, 4096, 65536] {
+        let out = Sandbox::new()
+            .run_fetch()
+            .env("IKIGAI_MAX_OUTPUT", cap.to_string())
+            .json_in(&json!({ "url": server.url("/") }))
+            .output();
+        assert!(out.stdout.len() <= cap, "{} > {cap}", out.stdout.len());
+        let answer = success(&out);
+        assert_eq!(answer["title"], "Long");
+        let content = answer["content"].as_str().unwrap();
+        assert!(
+            content.starts_with("Paragraph 0: \"quoted\" text, café, \u{1}."),
+            "{content}"
+        );
+        assert!(content.contains("bytes omitted"), "{content}");
+        assert!(content.ends_with("Paragraph 1999: \"quoted\" text, café, \u{1}."));
+    }
+    // Without a cap the answer is whole.
+    let answer = success(&fetch_url(&server.url("/")));
+    assert_eq!(
+        answer["content"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count(),
+        2000
+    );
+}
+
+#[test]
+fn markdown_rules_on_a_served_page() {
+    let server = serve(Reply::html(fixture_bytes("rules.html")));
+    let answer = success(&fetch_url(&server.url("/dir/rules.html")));
+    let base = server.url("/base/");
+    let root = server.url("");
+    assert_eq!(answer["title"], "Rules page");
+    assert_eq!(
+        answer["content"],
+        format!(
+            "# Rules\n\n\
+             Anchor text, a script link, [a relative link]({base}page%20two.html?q=a%2Fb&x=1), \
+             [an absolute one](https://example.org/abs).\n\n\
+             Line one\\\nline two\n\n\
+             ![A picture]({base}pic.png) Inline pixel\n\n\
+             ## [A card]({root}/posts/1)\n\n\
+             Its summary.\n\n\
+             **Term**\n: Definition\n\n\
+             Block one\n\n\
+             Block two\n\n\
+             E = mc2\n\n\
+             Summary\n\n\
+             Details text\n\n\
+             [A talk](https://video.example.org/embed/1)\n\n\
+             ```python\nprint(\"hi\")\n```"
+        )
+    );
+    for outside in [
+        "SITE_HEADER",
+        "COOKIE_BANNER",
+        "ASIDE_TEXT",
+        "SITE_FOOTER",
+        "<",
+        "base64",
+    ] {
+        assert!(
+            !answer["content"].as_str().unwrap().contains(outside),
+            "{outside}"
+        );
+    }
+}
+
+#[test]
+fn undeclared_non_utf8_pages_are_windows_1252() {
+    let server = serve(Reply::typed(
+        "text/html",
+        b"<title>Caf\xe9</title><p>na\xefve \x93quotes\x94 \x80 5</p>".to_vec(),
+    ));
+    let answer = success(&fetch_url(&server.url("/")));
+    assert_eq!(answer["title"], "Café");
+    assert_eq!(answer["content"], "naïve “quotes” € 5");
 }

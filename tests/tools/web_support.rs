@@ -21,6 +21,8 @@ const INHERITED: &[&str] = &[
     "IKIGAI_BRAVE_URL",
     "IKIGAI_GOOGLE_URL",
     "IKIGAI_WEB_TIMEOUT",
+    ALLOW_PRIVATE,
+    "IKIGAI_MAX_OUTPUT",
     "XDG_CONFIG_HOME",
     "ALL_PROXY",
     "all_proxy",
@@ -31,6 +33,10 @@ const INHERITED: &[&str] = &[
     "NO_PROXY",
     "no_proxy",
 ];
+
+/// Lets web_fetch reach the test servers on 127.0.0.1, which it refuses
+/// otherwise.
+pub const ALLOW_PRIVATE: &str = "IKIGAI_FETCH_ALLOW_PRIVATE";
 
 /// A temp HOME for one test.
 pub struct Sandbox {
@@ -55,6 +61,11 @@ impl Sandbox {
             r = r.env_remove(var);
         }
         r.env("HOME", self.home())
+    }
+
+    /// web-fetch allowed to reach the test servers on 127.0.0.1.
+    pub fn run_fetch(&self) -> Run {
+        self.run("web-fetch").env(ALLOW_PRIVATE, "1")
     }
 
     /// `tool` with XDG_CONFIG_HOME set to `<sandbox>/xdg` too.

@@ -1,5 +1,5 @@
 //! What kind of content a response holds and how to turn its bytes into
-//! text (web-tools.md, web_fetch; spec README, decision 5; issue 3):
+//! text (web_fetch):
 //!
 //! - HTML and XHTML are converted to markdown, other text types (plain,
 //!   markdown, JSON, XML, CSV, ...) are returned as text, binary types
@@ -8,11 +8,13 @@
 //!   looking at the bytes;
 //! - the charset comes from a byte-order mark, else the `Content-Type`
 //!   header, else (HTML) a `<meta charset>` near the top, else UTF-8, the way
-//!   browsers decide it; encoding_rs decodes, with U+FFFD for bad bytes.
+//!   browsers decide it; an HTML page that declares none and is not UTF-8
+//!   is windows-1252 (what browsers assume of such pages); encoding_rs
+//!   decodes, with U+FFFD for bad bytes.
 
 use std::sync::LazyLock;
 
-use encoding_rs::{Encoding, UTF_8};
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 use regex::bytes::Regex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,21 +104,36 @@ fn sniff(body: &[u8]) -> Kind {
 }
 
 /// Decodes a body to UTF-8 text: BOM, then the header's charset, then (for
-/// HTML) a `<meta>` charset, then UTF-8.
-pub fn decode(body: &[u8], header_charset: Option<&str>, kind: Kind) -> String {
-    let (encoding, skip) = match Encoding::for_bom(body) {
-        Some((encoding, bom_len)) => (encoding, bom_len),
+/// HTML) a `<meta>` charset; without any, UTF-8 if the bytes are UTF-8,
+/// else (for HTML) windows-1252, as browsers read old undeclared pages.
+/// A UTF-8 body becomes the text without a copy.
+pub fn decode(mut body: Vec<u8>, header_charset: Option<&str>, kind: Kind) -> String {
+    let (encoding, skip) = match Encoding::for_bom(&body) {
+        Some((encoding, bom_len)) => (Some(encoding), bom_len),
         None => {
             let declared = header_charset
                 .and_then(|label| Encoding::for_label(label.trim().as_bytes()))
                 .or_else(|| match kind {
                     // A page cannot be UTF-16 if it declares so in ASCII.
-                    Kind::Html => meta_charset(body).map(Encoding::output_encoding),
+                    Kind::Html => meta_charset(&body).map(Encoding::output_encoding),
                     _ => None,
                 });
-            (declared.unwrap_or(UTF_8), 0)
+            (declared, 0)
         }
     };
+    if encoding.is_none_or(|e| e == UTF_8) {
+        body.drain(..skip);
+        match String::from_utf8(body) {
+            Ok(text) => return text,
+            Err(e) => body = e.into_bytes(),
+        }
+        let fallback = match (encoding, kind) {
+            (None, Kind::Html) => WINDOWS_1252,
+            _ => UTF_8,
+        };
+        return fallback.decode_without_bom_handling(&body).0.into_owned();
+    }
+    let encoding = encoding.unwrap_or(UTF_8);
     let (text, _had_errors) = encoding.decode_without_bom_handling(&body[skip..]);
     text.into_owned()
 }
@@ -190,27 +207,41 @@ mod tests {
     #[test]
     fn charsets() {
         let latin1 = b"caf\xe9";
-        assert_eq!(decode(latin1, Some("iso-8859-1"), Kind::Text), "café");
-        assert_eq!(decode(latin1, None, Kind::Text), "caf\u{fffd}");
-        let page = b"<html><head><meta charset=\"windows-1252\"></head><p>caf\xe9 \x80";
-        assert!(decode(page, None, Kind::Html).ends_with("café €"));
-        let page = b"<meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>\xe9";
-        assert!(decode(page, None, Kind::Html).ends_with('é'));
-        // The header wins over the page; a BOM wins over both.
-        assert!(decode(page, Some("utf-8"), Kind::Html).ends_with('\u{fffd}'));
         assert_eq!(
-            decode(b"\xef\xbb\xbfcaf\xc3\xa9", Some("iso-8859-1"), Kind::Text),
+            decode(latin1.to_vec(), Some("iso-8859-1"), Kind::Text),
+            "café"
+        );
+        assert_eq!(decode(latin1.to_vec(), None, Kind::Text), "caf\u{fffd}");
+        let page = b"<html><head><meta charset=\"windows-1252\"></head><p>caf\xe9 \x80";
+        assert!(decode(page.to_vec(), None, Kind::Html).ends_with("café €"));
+        let page = b"<meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>\xe9";
+        assert!(decode(page.to_vec(), None, Kind::Html).ends_with('é'));
+        // The header wins over the page; a BOM wins over both.
+        assert!(decode(page.to_vec(), Some("utf-8"), Kind::Html).ends_with('\u{fffd}'));
+        assert_eq!(
+            decode(
+                b"\xef\xbb\xbfcaf\xc3\xa9".to_vec(),
+                Some("iso-8859-1"),
+                Kind::Text
+            ),
             "café"
         );
         // Unknown labels fall through to the next source.
         assert_eq!(
-            decode("café".as_bytes(), Some("x-nonsense"), Kind::Text),
+            decode("café".into(), Some("x-nonsense"), Kind::Text),
             "café"
         );
         // A meta charset of UTF-16 cannot be true of an ASCII-readable page.
         assert_eq!(
-            decode("<meta charset=utf-16>é".as_bytes(), None, Kind::Html),
+            decode("<meta charset=utf-16>é".into(), None, Kind::Html),
             "<meta charset=utf-16>é"
         );
+        // No charset anywhere: UTF-8 if it is, else windows-1252 for HTML.
+        assert_eq!(decode("<p>café €".into(), None, Kind::Html), "<p>café €");
+        assert_eq!(
+            decode(b"<p>caf\xe9 \x80".to_vec(), None, Kind::Html),
+            "<p>café €"
+        );
+        assert_eq!(decode(b"caf\xe9".to_vec(), None, Kind::Text), "caf\u{fffd}");
     }
 }

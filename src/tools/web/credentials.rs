@@ -1,5 +1,4 @@
-//! Where the search tools find their API credentials (web-tools.md,
-//! "Credential Discovery"; issue 3): each credential from its environment
+//! Where the search tools find their API credentials: each credential from its environment
 //! variable first, else from `credentials.json` in the config directory
 //! (`$XDG_CONFIG_HOME/ikigai/`, or `~/.config/ikigai/`), in the nested form
 //! `{"web_search": {"brave": {"api_key": "..."}}}`. The file is read only

@@ -1,23 +1,17 @@
-//! Domain filters of the search tools (web-tools.md, `allowed_domains` and
-//! `blocked_domains`; issue 3): a filter names a domain and matches it and
+//! Domain filters of the search tools (`allowed_domains` and
+//! `blocked_domains`): a filter names a domain and matches it and
 //! its subdomains — `example.com` matches `docs.example.com`, never
 //! `badexample.com`. Filters are written loosely by models (`https://x.org/`,
 //! `*.x.org`, `X.org.`), so each is reduced to its bare domain first.
 
-use serde_json::{Map, Value};
-
 use crate::error::ToolError;
 
-/// The domains of an optional array parameter, reduced to bare lowercase
+/// The entries of the array parameter `param`, reduced to bare lowercase
 /// domains; INVALID_ARG names an entry that holds no domain.
-pub fn from_args(args: &Map<String, Value>, param: &str) -> Result<Vec<String>, ToolError> {
-    let Some(list) = args.get(param).and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
+pub fn from_list(list: &[String], param: &str) -> Result<Vec<String>, ToolError> {
     list.iter()
         .enumerate()
-        .map(|(i, entry)| {
-            let raw = entry.as_str().unwrap_or_default();
+        .map(|(i, raw)| {
             normalize(raw).ok_or_else(|| {
                 ToolError::invalid_arg(format!(
                     "parameter '{param}[{i}]' must be a domain such as example.com, got '{raw}'"
@@ -84,7 +78,6 @@ pub fn keep(url: &str, allowed: &[String], blocked: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn subdomains_match_lookalikes_do_not() {
@@ -143,15 +136,14 @@ mod tests {
 
     #[test]
     fn invalid_entries_name_the_parameter() {
-        let args = json!({"blocked_domains": ["ok.org", "  "]});
-        let err = from_args(args.as_object().unwrap(), "blocked_domains").unwrap_err();
+        let list = ["ok.org".to_string(), "  ".to_string()];
+        let err = from_list(&list, "blocked_domains").unwrap_err();
         assert_eq!(
             err.message,
             "parameter 'blocked_domains[1]' must be a domain such as example.com, got '  '"
         );
-        let args = json!({"allowed_domains": ["https://A.org/x"]});
         assert_eq!(
-            from_args(args.as_object().unwrap(), "allowed_domains").unwrap(),
+            from_list(&["https://A.org/x".to_string()], "allowed_domains").unwrap(),
             vec!["a.org"]
         );
     }

@@ -1,12 +1,13 @@
-//! The HTTP client of the web tools (web-tools.md; issue 3): one GET with the
+//! The HTTP client of the web tools: one GET with the
 //! limits every web tool shares, so none of them can hang past the host's
 //! 30 s deadline or fill memory.
 //!
 //! - connect within 10 s, whole request (redirects and body included) within
 //!   20 s; `IKIGAI_WEB_TIMEOUT` may lower the whole-request limit (1-20 s) for
 //!   hosts configured with a shorter tool timeout;
-//! - at most 10 redirects, the final URL reported (none for the search
-//!   APIs, whose key must not follow a redirect elsewhere);
+//! - at most 10 redirects, followed here so that each hop's host is checked
+//!   (`guard`) before anything connects to it, the final URL reported (none
+//!   for the search APIs, whose key must not follow a redirect elsewhere);
 //! - the body read up to 10 MiB, the rest cut (and reported as cut);
 //! - statuses >= 400 are answers, not errors: each tool maps them itself.
 //!
@@ -14,10 +15,16 @@
 //! their own words and error codes.
 
 use std::io::Read;
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
+use ureq::config::Config;
 use ureq::http::Uri;
-use ureq::{Agent, ResponseExt, Timeout};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::{Agent, Timeout};
+
+use super::guard::{self, Refusal};
 
 use crate::error::ToolError;
 use crate::tool::Env;
@@ -55,18 +62,37 @@ pub enum Failure {
     Network(String),
     /// The response arrived but its content encoding (gzip) is corrupt.
     Decode(String),
+    /// The host (of the URL or of a redirect) is not on the public
+    /// internet (see `guard`).
+    Blocked(String),
 }
 
 pub struct Client {
-    agent: Agent,
     timeout: Duration,
+    /// How many redirects are followed (each one resolved and checked).
+    redirects: u32,
+    /// Pages (web_fetch): every host is resolved and checked by `guard`,
+    /// and the connection made only to the checked addresses. `None` for
+    /// the search APIs, whose endpoints the user configures.
+    guard: Option<Guard>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Guard {
+    allow_private: bool,
 }
 
 impl Client {
     /// A client for pages: the shared limits, up to `MAX_REDIRECTS`
-    /// redirects. `IKIGAI_WEB_TIMEOUT` is checked here.
+    /// redirects, and every host, the first and each redirect's, kept on
+    /// the public internet unless `IKIGAI_FETCH_ALLOW_PRIVATE=1`.
+    /// `IKIGAI_WEB_TIMEOUT` is checked here.
     pub fn new(env: &Env) -> Result<Self, ToolError> {
-        Self::with_redirects(env, MAX_REDIRECTS)
+        let mut client = Self::with_redirects(env, MAX_REDIRECTS)?;
+        client.guard = Some(Guard {
+            allow_private: env.var(guard::ALLOW_PRIVATE_VAR) == Some("1"),
+        });
+        Ok(client)
     }
 
     /// A client for an API that authenticates by header or query: it never
@@ -78,43 +104,126 @@ impl Client {
 
     fn with_redirects(env: &Env, redirects: u32) -> Result<Self, ToolError> {
         let timeout = request_timeout(env)?;
-        let config = Agent::config_builder()
-            .timeout_connect(Some(CONNECT_TIMEOUT.min(timeout)))
-            .timeout_global(Some(timeout))
-            .max_redirects(redirects)
-            .http_status_as_error(false)
-            .user_agent(USER_AGENT)
-            .build();
         Ok(Client {
-            agent: config.into(),
             timeout,
+            redirects,
+            guard: None,
         })
     }
 
-    /// GETs `url` with extra `headers` and `query` parameters appended to
-    /// whatever query the URL already has.
+    /// Redirects are followed here, not by ureq, so that each hop's host
+    /// is checked before anything connects to it.
+    fn config(timeout: Duration) -> Config {
+        Agent::config_builder()
+            .timeout_connect(Some(CONNECT_TIMEOUT.min(timeout)))
+            .timeout_global(Some(timeout))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .user_agent(USER_AGENT)
+            .build()
+    }
+
+    /// GETs `url` with extra `headers`, and `query` parameters appended to
+    /// whatever query the URL already has, following redirects.
     pub fn get(
         &self,
         url: &Uri,
         headers: &[(&str, &str)],
         query: &[(&str, &str)],
     ) -> Result<Fetched, Failure> {
-        let mut request = self.agent.get(url);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
+        let deadline = Instant::now() + self.timeout;
+        let mut url = url.clone();
+        let mut hops = 0;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(self.failure(ureq::Error::Timeout(Timeout::Global), false));
+            }
+            let agent = self.agent_for(&url, remaining)?;
+            let mut request = agent.get(&url);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            if hops == 0 {
+                for (name, value) in query {
+                    request = request.query(*name, *value);
+                }
+            }
+            let https = url.scheme_str() == Some("https");
+            let response = request.call().map_err(|e| self.failure(e, https))?;
+            let status = response.status().as_u16();
+            let location = response
+                .headers()
+                .get("location")
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
+            if let (true, Some(location)) = (self.redirects > 0 && is_redirect(status), location) {
+                if hops == self.redirects {
+                    return Err(self.failure(ureq::Error::TooManyRedirects, https));
+                }
+                hops += 1;
+                let next = super::url::resolve(&url.to_string(), &location);
+                url = parse_url(&next).map_err(|why| {
+                    Failure::Network(format!("redirect to an invalid URL '{next}': {why}"))
+                })?;
+                continue;
+            }
+            return self.read(response, url.to_string(), https);
         }
-        for (name, value) in query {
-            request = request.query(*name, *value);
-        }
-        let https = url.scheme_str() == Some("https");
-        let mut response = request.call().map_err(|e| self.failure(e, https))?;
+    }
+
+    /// An agent for one request to `url`. For pages, `url`'s host is
+    /// resolved and checked first, and the agent connects only to those
+    /// addresses (with a proxy, ureq asks for the proxy's host instead,
+    /// which resolves as usual: the target was checked all the same).
+    fn agent_for(&self, url: &Uri, remaining: Duration) -> Result<Agent, Failure> {
+        let config = Self::config(remaining);
+        let Some(guard) = self.guard.filter(|g| !g.allow_private) else {
+            return Ok(config.into());
+        };
+        let host = url.host().unwrap_or_default().to_string();
+        let port = url
+            .port_u16()
+            .unwrap_or(if url.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        let addrs = guard::resolve(
+            &host,
+            port,
+            guard.allow_private,
+            CONNECT_TIMEOUT.min(remaining),
+        )
+        .map_err(|refusal| match refusal {
+            Refusal::Blocked { .. } => Failure::Blocked(refusal.message()),
+            _ => Failure::Network(refusal.message()),
+        })?;
+        Ok(Agent::with_parts(
+            config,
+            DefaultConnector::default(),
+            Pinned { host, addrs },
+        ))
+    }
+
+    fn read(
+        &self,
+        mut response: ureq::http::Response<ureq::Body>,
+        url: String,
+        https: bool,
+    ) -> Result<Fetched, Failure> {
         let status = response.status().as_u16();
-        let final_url = response.get_uri().to_string();
         let content_type = response
             .headers()
             .get("content-type")
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let mut body = Vec::new();
+        // Sized once from Content-Length (within the cap): a body that grows
+        // by doubling can hold two copies at the moment it moves.
+        let declared = response
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = Vec::with_capacity(declared.min(BODY_CAP + 1));
         response
             .body_mut()
             .as_reader()
@@ -125,7 +234,7 @@ impl Client {
         body.truncate(BODY_CAP);
         Ok(Fetched {
             status,
-            url: final_url,
+            url,
             content_type,
             body,
             truncated,
@@ -134,6 +243,37 @@ impl Client {
 
     fn failure(&self, err: ureq::Error, https: bool) -> Failure {
         describe(err, self.timeout, https)
+    }
+}
+
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// A resolver that answers for one host with addresses already checked,
+/// so nothing resolves that host again between the check and the connect.
+/// Any other host (a proxy's) resolves as usual.
+#[derive(Debug)]
+struct Pinned {
+    host: String,
+    addrs: Vec<SocketAddr>,
+}
+
+impl Resolver for Pinned {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        if uri.host() != Some(self.host.as_str()) {
+            return DefaultResolver::default().resolve(uri, config, timeout);
+        }
+        let mut out = self.empty();
+        for addr in self.addrs.iter().take(16) {
+            out.push(*addr);
+        }
+        Ok(out)
     }
 }
 
@@ -265,7 +405,7 @@ pub fn host_of(url: &Uri) -> String {
     }
 }
 
-/// A status as every web tool words it, web-tools.md's form:
+/// A status as every web tool words it:
 /// `HTTP 404: Not Found`, or `HTTP 599` for a code without a name.
 pub fn status_text(status: u16) -> String {
     match ureq::http::StatusCode::from_u16(status)
@@ -291,17 +431,21 @@ mod tests {
     #[test]
     fn limits_are_the_specified_ones() {
         let client = Client::new(&Env::default()).unwrap();
-        let config = client.agent.config();
+        let config = &Client::config(client.timeout);
         assert_eq!(config.timeouts().connect, Some(Duration::from_secs(10)));
         assert_eq!(config.timeouts().global, Some(Duration::from_secs(20)));
-        assert_eq!(config.max_redirects(), 10);
+        assert_eq!(client.redirects, 10);
+        assert!(!client.guard.unwrap().allow_private);
         assert!(!config.http_status_as_error());
         let api = Client::for_api(&Env::default()).unwrap();
-        assert_eq!(api.agent.config().max_redirects(), 0);
+        assert_eq!(api.redirects, 0);
+        assert!(api.guard.is_none());
         assert_eq!(
-            api.agent.config().timeouts().global,
+            Client::config(api.timeout).timeouts().global,
             Some(Duration::from_secs(20))
         );
+        let open = Client::new(&Env::from_pairs([(guard::ALLOW_PRIVATE_VAR, "1")])).unwrap();
+        assert!(open.guard.unwrap().allow_private);
     }
 
     #[test]
@@ -309,11 +453,11 @@ mod tests {
         let env = Env::from_pairs([(TIMEOUT_VAR, "3")]);
         let client = Client::new(&env).unwrap();
         assert_eq!(
-            client.agent.config().timeouts().connect,
+            Client::config(client.timeout).timeouts().connect,
             Some(Duration::from_secs(3))
         );
         assert_eq!(
-            client.agent.config().timeouts().global,
+            Client::config(client.timeout).timeouts().global,
             Some(Duration::from_secs(3))
         );
         for bad in ["0", "21", "2.5", "soon"] {

@@ -1,31 +1,45 @@
-//! HTML to markdown for web_fetch (web-tools.md, "HTML to Markdown
-//! Conversion"; spec README, decision 14; issue 3).
+//! HTML to markdown for web_fetch: what a model reads best, in one pass.
 //!
-//! html5ever parses the page (as browsers do: it never rejects a page), the
-//! title is taken from `<title>`, and the elements whose text is not page
-//! content — `<script>`, `<style>`, `<nav>`, `<noscript>`, `<template>`,
-//! `<title>` — and all comments are removed from the tree *before* html2md
-//! walks it, so none of their text can reach the markdown. html2md walks
-//! the tree with our tag handlers (`handlers.rs`: ATX headings, linear
-//! tables, quotes and list items). Finally whitespace is collapsed: no
-//! trailing blanks, no runs of blank lines.
+//! Two passes over the page's tokens (`tokenizer`), no tree: the first
+//! finds the title, `<base href>` and the element that marks the main
+//! content (`<main>`, else `role="main"`, else the only `<article>`); the
+//! second keeps a stack of the open elements, closes the ones HTML closes
+//! by itself (`<p>` before a block, `<li>` before the next item, cells
+//! before the next row), and writes markdown as elements open and close
+//! (`writer`). Memory is the page, its markdown and the open elements;
+//! nesting deeper than `MAX_DEPTH` is flattened (deeper elements count as
+//! text only), so no page is refused.
+//!
+//! When the page marks its main content, only what is inside it is
+//! written: navigation, headers, footers, asides, forms and banners
+//! outside it are left out. Everywhere, elements that are not content are
+//! left out with their text: scripts, styles, templates, `<nav>`, forms'
+//! buttons and selects, SVG and MathML, and elements the page hides
+//! (`hidden`, `aria-hidden="true"`, `display: none`).
+//!
+//! The markdown: ATX headings; `**bold**`, `*em*`, `` `code` ``; lists
+//! with `* ` and `1. `; `> ` quotes; fenced code blocks with the language
+//! a class names; GFM tables for data tables, the cells' content one
+//! after another for layout tables; `**term**` and `: definition` for
+//! `<dl>`; `![alt](url)` images, iframes and media as links; `<br>` as a
+//! hard break; no HTML at all. Links and images are absolute (against the
+//! page's URL or its `<base href>`), written as the page wrote them; links
+//! without `href`, `javascript:` links and `data:` URIs keep only their
+//! text.
 
-use html2md::{Handle, NodeData, RcDom, StructuredPrinter};
-use html5ever::tendril::TendrilSink;
-use html5ever::{parse_document, ParseOpts};
+use std::borrow::Cow;
 
-use super::handlers;
+use memchr::memmem;
 
-/// Elements whose content is never part of the page's text.
-const REMOVED: &[&str] = &["script", "style", "nav", "noscript", "template", "title"];
+use super::tags::Tag;
+use super::text::collapse_spaces;
+use super::tokenizer::{self, attr, StartTag, Token, Tokenizer};
+use super::url::{resolve, scheme_of};
+use super::writer::{destination, longest_run, Writer};
 
-/// Elements whose text keeps its line breaks.
-const PREFORMATTED: &[&str] = &["pre", "textarea", "listing", "plaintext", "xmp"];
-
-/// Deeper nesting than this is refused: html2md walks the tree recursively
-/// and a hostile page must not overflow the stack. Browsers stop nesting at
-/// 512 levels; real pages stay far below.
-pub const MAX_DEPTH: usize = 1024;
+/// Elements nested deeper than this are flattened: their start and end
+/// tags are ignored and their text joins the element around them.
+pub const MAX_DEPTH: usize = 512;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct Page {
@@ -33,333 +47,933 @@ pub struct Page {
     pub markdown: String,
 }
 
-/// Converts a decoded HTML page. The error says why it cannot be converted.
-pub fn convert(html: &str) -> Result<Page, String> {
-    let dom = parse_document(RcDom::default(), ParseOpts::default()).one(html);
-    let title = find_title(&dom.document);
-    prune(&dom.document)?;
-    let mut printer = StructuredPrinter::default();
-    handlers::walk(&dom.document, &mut printer);
-    Ok(Page {
-        title: title.unwrap_or_default(),
-        markdown: collapse_blank_lines(&printer.data),
+/// Converts a decoded HTML page fetched from `url`.
+pub fn convert(html: &str, url: &str) -> Page {
+    let survey = Survey::of(html);
+    let base = survey
+        .base
+        .as_deref()
+        .filter(|b| !matches!(scheme_of(b), Some(s) if !is_web(s)))
+        .map_or_else(|| url.to_string(), |b| resolve(url, b));
+    let mut markdown = Converter::new(html, &base, survey.main).run();
+    if markdown.is_empty() && survey.main.is_some() {
+        // A main element with nothing in it: the page's body is better
+        // than nothing.
+        markdown = Converter::new(html, &base, None).run();
+    }
+    Page {
+        title: survey.title.unwrap_or_default(),
+        markdown,
+    }
+}
+
+fn is_web(scheme: &str) -> bool {
+    scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+}
+
+/// What the first pass finds.
+#[derive(Debug, Default)]
+struct Survey {
+    title: Option<String>,
+    base: Option<String>,
+    /// The main content's start tag, counted from 1 in document order.
+    main: Option<usize>,
+}
+
+impl Survey {
+    fn of(html: &str) -> Survey {
+        let mut survey = Survey::default();
+        let (mut main, mut role, mut article, mut articles) = (None, None, None, 0);
+        let mut ordinal = 0;
+        let mut in_title = false;
+        for token in Tokenizer::new(html) {
+            match token {
+                Token::Start(tag) => {
+                    ordinal += 1;
+                    in_title = false;
+                    match Tag::of(tag.name) {
+                        Tag::Main if main.is_none() => main = Some(ordinal),
+                        Tag::Article => {
+                            articles += 1;
+                            article.get_or_insert(ordinal);
+                        }
+                        Tag::Base if survey.base.is_none() => {
+                            survey.base = attr(tag.attrs, "href")
+                                .map(|h| h.trim().to_string())
+                                .filter(|h| !h.is_empty());
+                        }
+                        Tag::Title if survey.title.is_none() => {
+                            in_title = true;
+                            survey.title = Some(String::new());
+                        }
+                        _ => {}
+                    }
+                    if role.is_none()
+                        && memmem::find(tag.attrs.as_bytes(), b"main").is_some()
+                        && attr(tag.attrs, "role")
+                            .is_some_and(|r| r.trim().eq_ignore_ascii_case("main"))
+                    {
+                        role = Some(ordinal);
+                    }
+                }
+                Token::Raw(text) if in_title => {
+                    survey.title = Some(collapse_spaces(&tokenizer::decode(text, false)));
+                    in_title = false;
+                }
+                _ => in_title = false,
+            }
+        }
+        survey.main = main.or(role).or(if articles == 1 { article } else { None });
+        survey
+    }
+}
+
+/// What closing an element does, decided when it opened.
+#[derive(Debug)]
+enum Kind {
+    /// Nothing (inline elements, and everything outside what is written).
+    Plain,
+    Block,
+    Heading,
+    Mark(&'static str),
+    Code,
+    Link(String),
+    Quote,
+    List,
+    Item,
+    Term,
+    Definition,
+    Pre,
+    Table,
+    Cell,
+    Caption,
+    /// An iframe, embed, object, video or audio: a link to its source.
+    Media {
+        label: String,
+        url: Option<String>,
+    },
+}
+
+struct Open<'a> {
+    tag: Tag,
+    name: &'a str,
+    attrs: &'a str,
+    kind: Kind,
+}
+
+struct List {
+    ordered: bool,
+    next: i64,
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<Vec<String>>,
+    caption: String,
+    /// Tables inside its cells: a layout table.
+    nested: bool,
+}
+
+struct Pre {
+    text: String,
+    lang: Option<String>,
+}
+
+struct Converter<'a> {
+    html: &'a str,
+    base: &'a str,
+    /// The main content's start tag (see `Survey`), if the page marks one.
+    target: Option<usize>,
+    ordinal: usize,
+    stack: Vec<Open<'a>>,
+    /// The document's writer, then one per table cell being written.
+    writers: Vec<Writer>,
+    tables: Vec<Table>,
+    lists: Vec<List>,
+    pre: Option<Pre>,
+    /// Code spans open: markers inside them are text.
+    code: usize,
+    /// Bold and emphasis open: inside bold, bold again adds nothing.
+    strong: usize,
+    em: usize,
+    /// The stack index of an element whose content is left out.
+    skip_from: Option<usize>,
+    /// The stack index of the main content while inside it.
+    main_at: Option<usize>,
+    scratch: String,
+    /// The last start tag was `xmp` or `plaintext`, whose raw text is text.
+    raw_is_text: bool,
+}
+
+impl<'a> Converter<'a> {
+    fn new(html: &'a str, base: &'a str, target: Option<usize>) -> Self {
+        Converter {
+            html,
+            base,
+            target,
+            ordinal: 0,
+            stack: Vec::new(),
+            // The markdown is rarely longer than the page: one allocation,
+            // never copied while it grows (pages not written cost nothing).
+            writers: vec![Writer::with_capacity(html.len())],
+            tables: Vec::new(),
+            lists: Vec::new(),
+            pre: None,
+            code: 0,
+            strong: 0,
+            em: 0,
+            skip_from: None,
+            main_at: None,
+            scratch: String::new(),
+            raw_is_text: false,
+        }
+    }
+
+    fn run(mut self) -> String {
+        for token in Tokenizer::new(self.html) {
+            match token {
+                Token::Text(text) => self.text(text),
+                Token::Raw(text) => {
+                    // xmp and plaintext: preformatted text as written; the
+                    // raw text of scripts, styles, iframes is no content.
+                    if self.raw_is_text && self.rendering() {
+                        if let Some(pre) = &mut self.pre {
+                            pre.text.push_str(text);
+                        }
+                    }
+                }
+                Token::Start(tag) => self.start(tag),
+                Token::End(name) => self.end(name),
+            }
+        }
+        self.pop_to(0);
+        while self.writers.len() > 1 {
+            self.writers.pop();
+        }
+        self.writers.pop().map(Writer::finish).unwrap_or_default()
+    }
+
+    fn rendering(&self) -> bool {
+        self.skip_from.is_none() && (self.target.is_none() || self.main_at.is_some())
+    }
+
+    fn writer(&mut self) -> &mut Writer {
+        self.writers
+            .last_mut()
+            .expect("the document's writer stays")
+    }
+
+    fn text(&mut self, text: &str) {
+        if !self.rendering() {
+            return;
+        }
+        if let Some(pre) = &mut self.pre {
+            tokenizer::decode_into(text, false, &mut pre.text);
+            return;
+        }
+        if memchr::memchr(b'&', text.as_bytes()).is_none() {
+            self.writer().text(text);
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        tokenizer::decode_into(text, false, &mut scratch);
+        // A non-breaking space written as `&nbsp;` separates like a space.
+        if scratch.contains('\u{a0}') {
+            scratch = scratch.replace('\u{a0}', " ");
+        }
+        self.writer().text(&scratch);
+        self.scratch = scratch;
+    }
+
+    fn start(&mut self, tag: StartTag<'a>) {
+        self.ordinal += 1;
+        let kind = Tag::of(tag.name);
+        self.raw_is_text = kind == Tag::Pre;
+        if kind == Tag::Source {
+            self.source(tag.attrs);
+            return;
+        }
+        self.close_implied(kind);
+        if kind.is_void() {
+            if self.rendering() {
+                self.void(kind, tag.attrs);
+            }
+            return;
+        }
+        if self.stack.len() >= MAX_DEPTH {
+            return;
+        }
+        let index = self.stack.len();
+        if self.target == Some(self.ordinal) {
+            self.main_at = Some(index);
+        }
+        let open = if self.rendering() {
+            self.open(kind, tag.attrs, index)
+        } else {
+            Kind::Plain
+        };
+        self.stack.push(Open {
+            tag: kind,
+            name: tag.name,
+            attrs: tag.attrs,
+            kind: open,
+        });
+    }
+
+    fn end(&mut self, name: &str) {
+        let tag = Tag::of(name);
+        if tag == Tag::Br {
+            if self.rendering() {
+                self.void(Tag::Br, "");
+            }
+            return;
+        }
+        let found = if tag.is_table_part() {
+            self.find(
+                |o| o.name.eq_ignore_ascii_case(name),
+                |t| matches!(t, Tag::Table | Tag::Template | Tag::Html),
+            )
+        } else {
+            self.find(
+                |o| {
+                    o.name.eq_ignore_ascii_case(name)
+                        || matches!((o.tag, tag), (Tag::Heading(_), Tag::Heading(_)))
+                },
+                Tag::is_scope_boundary,
+            )
+        };
+        match found {
+            Some(i) => self.pop_to(i),
+            // `</p>` without a `<p>` is an empty paragraph.
+            None if tag == Tag::P && self.rendering() => self.writer().block(),
+            None => {}
+        }
+    }
+
+    /// The open element nearest the top that `want` matches, unless an
+    /// element that `stop` matches comes first.
+    fn find(&self, want: impl Fn(&Open) -> bool, stop: impl Fn(Tag) -> bool) -> Option<usize> {
+        for (i, open) in self.stack.iter().enumerate().rev() {
+            if want(open) {
+                return Some(i);
+            }
+            if stop(open.tag) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn find_tag(&self, want: impl Fn(Tag) -> bool, stop: impl Fn(Tag) -> bool) -> Option<usize> {
+        self.find(|o| want(o.tag), stop)
+    }
+
+    /// Closes what HTML closes before `tag` opens.
+    fn close_implied(&mut self, tag: Tag) {
+        if tag.closes_p() {
+            let button_scope = |t: Tag| t.is_scope_boundary() || t == Tag::Button;
+            if let Some(i) = self.find_tag(|t| t == Tag::P, button_scope) {
+                self.pop_to(i);
+            }
+        }
+        let found = match tag {
+            Tag::Li => self.find_tag(
+                |t| t == Tag::Li,
+                |t| matches!(t, Tag::Ul | Tag::Ol) || t.is_scope_boundary(),
+            ),
+            Tag::Dt | Tag::Dd => self.find_tag(
+                |t| matches!(t, Tag::Dt | Tag::Dd),
+                |t| t == Tag::Dl || t.is_scope_boundary(),
+            ),
+            Tag::Tr => self.find_tag(
+                |t| matches!(t, Tag::Tr | Tag::Td | Tag::Th),
+                |t| t == Tag::Table,
+            ),
+            Tag::Td | Tag::Th => self.find_tag(
+                |t| matches!(t, Tag::Td | Tag::Th),
+                |t| matches!(t, Tag::Tr | Tag::Table),
+            ),
+            Tag::TableSection => self.find_tag(
+                |t| {
+                    matches!(
+                        t,
+                        Tag::TableSection | Tag::Tr | Tag::Td | Tag::Th | Tag::Caption
+                    )
+                },
+                |t| t == Tag::Table,
+            ),
+            Tag::Heading(_) => self
+                .stack
+                .last()
+                .filter(|o| matches!(o.tag, Tag::Heading(_)))
+                .map(|_| self.stack.len() - 1),
+            Tag::A => self.find_tag(|t| t == Tag::A, Tag::is_scope_boundary),
+            Tag::Option => self
+                .stack
+                .last()
+                .filter(|o| o.tag == Tag::Option)
+                .map(|_| self.stack.len() - 1),
+            _ => None,
+        };
+        if let Some(i) = found {
+            self.pop_to(i);
+        }
+    }
+
+    fn pop_to(&mut self, len: usize) {
+        while self.stack.len() > len {
+            let open = self.stack.pop().expect("longer than len");
+            let index = self.stack.len();
+            self.close(open);
+            if self.skip_from == Some(index) {
+                self.skip_from = None;
+            }
+            if self.main_at == Some(index) {
+                self.main_at = None;
+            }
+        }
+    }
+
+    /// What opening `tag` writes, and what closing it will.
+    fn open(&mut self, tag: Tag, attrs: &'a str, index: usize) -> Kind {
+        if self.pre.is_some() {
+            if tag == Tag::Code {
+                let lang = attr(attrs, "class").and_then(|c| language(&c));
+                if let Some(pre) = self.pre.as_mut().filter(|p| p.lang.is_none()) {
+                    pre.lang = lang;
+                }
+            }
+            return Kind::Plain;
+        }
+        if is_hidden(attrs) {
+            self.skip_from = Some(index);
+            return Kind::Plain;
+        }
+        match tag {
+            Tag::Hidden
+            | Tag::Head
+            | Tag::Title
+            | Tag::Template
+            | Tag::Svg
+            | Tag::Math
+            | Tag::Nav
+            | Tag::Button
+            | Tag::Select
+            | Tag::Option => {
+                self.skip_from = Some(index);
+                Kind::Plain
+            }
+            Tag::Dialog if attr(attrs, "open").is_none() => {
+                self.skip_from = Some(index);
+                Kind::Plain
+            }
+            Tag::Iframe | Tag::Object | Tag::Video | Tag::Audio => {
+                self.skip_from = Some(index);
+                let src = if tag == Tag::Object { "data" } else { "src" };
+                let label = attr(attrs, "title")
+                    .or_else(|| attr(attrs, "aria-label"))
+                    .map(|t| collapse_spaces(&t))
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| media_label(tag).to_string());
+                Kind::Media {
+                    label,
+                    url: attr(attrs, src).and_then(|s| self.target_url(&s)),
+                }
+            }
+            Tag::Heading(level) => {
+                self.writer().open_heading(level as usize);
+                Kind::Heading
+            }
+            Tag::B | Tag::Strong if self.code == 0 && self.strong == 0 => {
+                self.strong += 1;
+                self.writer().open_mark("**");
+                Kind::Mark("**")
+            }
+            Tag::Em | Tag::I if self.code == 0 && self.em == 0 => {
+                self.em += 1;
+                self.writer().open_mark("*");
+                Kind::Mark("*")
+            }
+            Tag::Q => {
+                self.writer().open_mark("\"");
+                Kind::Mark("\"")
+            }
+            Tag::Code if self.code == 0 => {
+                self.code += 1;
+                self.writer().open_code();
+                Kind::Code
+            }
+            Tag::A => match attr(attrs, "href").and_then(|h| self.target_url(&h)) {
+                Some(url) => {
+                    self.writer().open_link();
+                    Kind::Link(url)
+                }
+                None => Kind::Plain,
+            },
+            Tag::Blockquote => {
+                self.writer().open_quote();
+                Kind::Quote
+            }
+            Tag::Ul | Tag::Ol => {
+                let next = attr(attrs, "start")
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(1);
+                self.lists.push(List {
+                    ordered: tag == Tag::Ol,
+                    next,
+                });
+                if self.writer().in_item() {
+                    self.writer().line();
+                } else {
+                    self.writer().block();
+                }
+                Kind::List
+            }
+            Tag::Li => match self.lists.last_mut() {
+                Some(list) => {
+                    let marker = if list.ordered {
+                        let n = list.next;
+                        list.next = list.next.saturating_add(1);
+                        format!("{n}. ")
+                    } else {
+                        "* ".to_string()
+                    };
+                    self.writer().open_item(marker);
+                    Kind::Item
+                }
+                None => {
+                    self.writer().block();
+                    Kind::Block
+                }
+            },
+            Tag::Dt => {
+                self.writer().block();
+                self.writer().open_mark("**");
+                Kind::Term
+            }
+            Tag::Dd => {
+                self.writer().open_item(": ".to_string());
+                Kind::Definition
+            }
+            Tag::Pre => {
+                self.writer().block();
+                let mut lang = attr(attrs, "class").and_then(|c| language(&c));
+                // Highlighters name the language on a wrapper or two.
+                for open in self.stack.iter().rev().take(3) {
+                    if lang.is_some() {
+                        break;
+                    }
+                    lang = attr(open.attrs, "class").and_then(|c| language(&c));
+                }
+                self.pre = Some(Pre {
+                    text: String::new(),
+                    lang,
+                });
+                Kind::Pre
+            }
+            Tag::Table => {
+                if self.writers.len() > 1 {
+                    if let Some(outer) = self.tables.last_mut() {
+                        outer.nested = true;
+                    }
+                }
+                self.writer().block();
+                self.tables.push(Table::default());
+                Kind::Table
+            }
+            Tag::Tr if !self.tables.is_empty() => {
+                if let Some(table) = self.tables.last_mut() {
+                    table.rows.push(Vec::new());
+                }
+                Kind::Plain
+            }
+            Tag::Td | Tag::Th if !self.tables.is_empty() => {
+                if let Some(table) = self.tables.last_mut() {
+                    if table.rows.is_empty() {
+                        table.rows.push(Vec::new());
+                    }
+                }
+                self.writers.push(Writer::default());
+                Kind::Cell
+            }
+            Tag::Caption if !self.tables.is_empty() => {
+                self.writers.push(Writer::default());
+                Kind::Caption
+            }
+            t if t.is_block() => {
+                self.writer().block();
+                Kind::Block
+            }
+            _ => Kind::Plain,
+        }
+    }
+
+    fn close(&mut self, open: Open<'a>) {
+        match open.kind {
+            Kind::Plain => {}
+            Kind::Block => self.writer().block(),
+            Kind::Heading => self.writer().close_heading(),
+            Kind::Mark(mark) => {
+                match mark {
+                    "**" => self.strong -= 1,
+                    "*" => self.em -= 1,
+                    _ => {}
+                }
+                self.writer().close_mark(mark);
+            }
+            Kind::Code => {
+                self.code -= 1;
+                self.writer().close_code();
+            }
+            Kind::Link(url) => self.writer().close_link(&url),
+            Kind::Quote => self.writer().close_quote(),
+            Kind::List => {
+                self.lists.pop();
+                if self.writer().in_item() {
+                    self.writer().line();
+                } else {
+                    self.writer().block();
+                }
+            }
+            Kind::Item => self.writer().close_item(),
+            Kind::Term => {
+                self.writer().close_mark("**");
+                self.writer().line();
+            }
+            Kind::Definition => {
+                self.writer().close_item();
+                self.writer().block();
+            }
+            Kind::Pre => {
+                if let Some(pre) = self.pre.take() {
+                    let block = code_block(pre);
+                    self.writer().block_text(&block);
+                }
+            }
+            Kind::Table => {
+                if let Some(table) = self.tables.pop() {
+                    let text = render_table(table);
+                    self.writer().block_text(&text);
+                }
+            }
+            Kind::Cell => {
+                let cell = self.pop_writer();
+                if let Some(row) = self.tables.last_mut().and_then(|t| t.rows.last_mut()) {
+                    row.push(cell);
+                }
+            }
+            Kind::Caption => {
+                let caption = self.pop_writer();
+                if let Some(table) = self.tables.last_mut() {
+                    table.caption = caption;
+                }
+            }
+            Kind::Media { label, url } => {
+                if let Some(url) = url {
+                    let link = format!("[{}]({})", escape_label(&label), destination(&url));
+                    self.writer().word(&link);
+                }
+            }
+        }
+    }
+
+    fn pop_writer(&mut self) -> String {
+        if self.writers.len() > 1 {
+            self.writers.pop().map(Writer::finish).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    }
+
+    /// `<br>`, `<img>`, `<hr>`, `<embed>` and the other void elements.
+    fn void(&mut self, tag: Tag, attrs: &str) {
+        if let Some(pre) = &mut self.pre {
+            if tag == Tag::Br {
+                pre.text.push('\n');
+            }
+            return;
+        }
+        match tag {
+            Tag::Br => self.writer().hard_break(),
+            Tag::Hr => {
+                self.writer().block();
+                self.writer().word("---");
+                self.writer().block();
+            }
+            Tag::Img => self.image(attrs),
+            Tag::Embed => {
+                if let Some(url) = attr(attrs, "src").and_then(|s| self.target_url(&s)) {
+                    let label = attr(attrs, "title")
+                        .map(|t| collapse_spaces(&t))
+                        .filter(|t| !t.is_empty())
+                        .unwrap_or_else(|| media_label(tag).to_string());
+                    let link = format!("[{}]({})", escape_label(&label), destination(&url));
+                    self.writer().word(&link);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `<source>` inside `<video>` or `<audio>`: the source it links to.
+    fn source(&mut self, attrs: &str) {
+        let Some(index) = self.skip_from else {
+            return;
+        };
+        let url = attr(attrs, "src").and_then(|s| self.target_url(&s));
+        if let Some(Kind::Media {
+            url: slot @ None, ..
+        }) = self.stack.get_mut(index).map(|o| &mut o.kind)
+        {
+            *slot = url;
+        }
+    }
+
+    fn image(&mut self, attrs: &str) {
+        let alt = attr(attrs, "alt")
+            .map(|a| collapse_spaces(&a))
+            .unwrap_or_default();
+        let src = ["src", "data-src", "data-original"]
+            .iter()
+            .filter_map(|name| attr(attrs, name))
+            .find_map(|s| self.target_url(&s));
+        match src {
+            Some(url) => {
+                let image = format!("![{}]({})", escape_label(&alt), destination(&url));
+                self.writer().word(&image);
+            }
+            None => self.writer().text(&alt),
+        }
+    }
+
+    /// Where a link or source points, absolute; None for nothing, for
+    /// `javascript:` and for `data:` (an answer must not carry a
+    /// megabyte of base64).
+    fn target_url(&self, href: &str) -> Option<String> {
+        let href = href.trim_matches(|c: char| c.is_ascii_whitespace());
+        if href.is_empty() {
+            return None;
+        }
+        if let Some(scheme) = scheme_of(href) {
+            if ["javascript", "data", "vbscript"]
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(scheme))
+            {
+                return None;
+            }
+            return Some(href.to_string());
+        }
+        Some(resolve(self.base, href))
+    }
+}
+
+fn media_label(tag: Tag) -> &'static str {
+    match tag {
+        Tag::Video => "Video",
+        Tag::Audio => "Audio",
+        Tag::Iframe => "Embedded page",
+        _ => "Embedded content",
+    }
+}
+
+/// Link and image text: brackets escaped so they cannot end it early.
+fn escape_label(text: &str) -> Cow<'_, str> {
+    if text.contains(['[', ']']) {
+        Cow::Owned(text.replace('[', "\\[").replace(']', "\\]"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Is the element hidden from readers: `hidden`, `aria-hidden="true"`,
+/// or an inline style of `display: none` / `visibility: hidden`?
+fn is_hidden(attrs: &str) -> bool {
+    let bytes = attrs.as_bytes();
+    let hidden = memmem::find(bytes, b"hidden").is_some();
+    if !hidden && memmem::find(bytes, b"none").is_none() {
+        return false;
+    }
+    if hidden
+        && (attr(attrs, "hidden").is_some()
+            || attr(attrs, "aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")))
+    {
+        return true;
+    }
+    attr(attrs, "style").is_some_and(|style| {
+        let style: String = style
+            .chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        style.contains("display:none") || style.contains("visibility:hidden")
     })
 }
 
-/// The first `<title>`'s text, in document order.
-fn find_title(root: &Handle) -> Option<String> {
-    let mut stack = vec![root.clone()];
-    while let Some(node) = stack.pop() {
-        if let NodeData::Element { name, .. } = &node.data {
-            if &*name.local == "title" {
-                return Some(collapse_spaces(&text_of(&node)));
+/// A fenced code block, its language from the classes it was found with.
+fn code_block(pre: Pre) -> String {
+    let text = pre.text.replace("\r\n", "\n").replace('\r', "\n");
+    // Blank lines before the first line of code say nothing (HTML itself
+    // drops the newline right after `<pre>`); indentation stays.
+    let first_line = text
+        .find(|c: char| !c.is_whitespace())
+        .map_or(text.len(), |i| text[..i].rfind('\n').map_or(0, |n| n + 1));
+    let text = text[first_line..].trim_end();
+    if text.is_empty() {
+        return String::new();
+    }
+    let fence = "`".repeat(longest_run(text, '`').max(2) + 1);
+    let lang = pre.lang.unwrap_or_default();
+    format!("{fence}{lang}\n{text}\n{fence}")
+}
+
+/// The language a `class` attribute names: `language-x`, `lang-x`,
+/// `highlight-source-x`, `highlight-x`, `sourceCode x`, or a bare known
+/// name.
+fn language(class: &str) -> Option<String> {
+    const KNOWN: &[&str] = &[
+        "bash",
+        "c",
+        "clojure",
+        "cpp",
+        "csharp",
+        "css",
+        "dart",
+        "diff",
+        "dockerfile",
+        "elixir",
+        "erlang",
+        "fish",
+        "fsharp",
+        "go",
+        "graphql",
+        "haskell",
+        "html",
+        "ini",
+        "java",
+        "javascript",
+        "js",
+        "json",
+        "jsx",
+        "julia",
+        "kotlin",
+        "latex",
+        "lisp",
+        "lua",
+        "makefile",
+        "markdown",
+        "matlab",
+        "nginx",
+        "nix",
+        "objc",
+        "ocaml",
+        "perl",
+        "php",
+        "powershell",
+        "protobuf",
+        "python",
+        "r",
+        "ruby",
+        "rust",
+        "scala",
+        "scheme",
+        "scss",
+        "shell",
+        "sh",
+        "sql",
+        "swift",
+        "toml",
+        "ts",
+        "tsx",
+        "typescript",
+        "xml",
+        "yaml",
+        "zig",
+        "console",
+    ];
+    let clean = |name: &str| -> Option<String> {
+        let name = name.to_ascii_lowercase();
+        (!name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '#' | '-' | '_' | '.')))
+        .then_some(name)
+    };
+    let tokens: Vec<&str> = class.split_ascii_whitespace().collect();
+    for token in &tokens {
+        let lower = token.to_ascii_lowercase();
+        for prefix in ["language-", "lang-", "highlight-source-", "highlight-"] {
+            if let Some(name) = lower.strip_prefix(prefix) {
+                return clean(name);
             }
         }
-        stack.extend(node.children.borrow().iter().rev().cloned());
     }
-    None
-}
-
-/// Removes comments and the `REMOVED` elements from the tree, checks its
-/// depth, and turns line breaks in text outside `<pre>` into spaces, as a
-/// browser shows them (html2md would drop a text node's leading line break,
-/// gluing `<b>x</b>\ny` into `**x**y`). Iterative, so any depth is safe.
-fn prune(root: &Handle) -> Result<(), String> {
-    let mut stack = vec![(root.clone(), 0usize, false)];
-    while let Some((node, depth, preformatted)) = stack.pop() {
-        if depth > MAX_DEPTH {
-            return Err(format!(
-                "elements are nested more than {MAX_DEPTH} levels deep"
-            ));
-        }
-        if let NodeData::Text { contents } = &node.data {
-            let mut text = contents.borrow_mut();
-            if !preformatted && text.contains(['\n', '\r', '\t']) {
-                *text = text.replace(['\n', '\r', '\t'], " ").as_str().into();
-            }
-            continue;
-        }
-        let preformatted = preformatted
-            || matches!(&node.data, NodeData::Element { name, .. } if PREFORMATTED.contains(&&*name.local));
-        node.children
-            .borrow_mut()
-            .retain(|child| match &child.data {
-                NodeData::Comment { .. } => false,
-                NodeData::Element { name, .. } => !REMOVED.contains(&&*name.local),
-                _ => true,
-            });
-        for child in node.children.borrow().iter() {
-            stack.push((child.clone(), depth + 1, preformatted));
+    if tokens.iter().any(|t| t.eq_ignore_ascii_case("sourceCode")) {
+        if let Some(name) = tokens
+            .iter()
+            .find(|t| !t.eq_ignore_ascii_case("sourceCode"))
+        {
+            return clean(name);
         }
     }
-    Ok(())
+    tokens
+        .iter()
+        .find(|t| KNOWN.iter().any(|k| k.eq_ignore_ascii_case(t)))
+        .and_then(|t| clean(t))
 }
 
-/// All the text under `node`, in document order.
-pub fn text_of(node: &Handle) -> String {
-    let mut text = String::new();
-    let mut stack = vec![node.clone()];
-    while let Some(node) = stack.pop() {
-        if let NodeData::Text { contents } = &node.data {
-            text.push_str(&contents.borrow());
-        }
-        stack.extend(node.children.borrow().iter().rev().cloned());
+/// A data table as a GFM table (its first row the header); a layout
+/// table (one column, or tables in its cells) as its cells, one block
+/// after another.
+fn render_table(table: Table) -> String {
+    let mut out = table.caption;
+    let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
+    if columns == 0 {
+        return out;
     }
-    text
-}
-
-/// The text of an HTML fragment (`Rust <strong>async</strong> &amp; more`):
-/// tags dropped, entities decoded, whitespace collapsed.
-pub fn fragment_text(html: &str) -> String {
-    if !html.contains(['<', '&']) {
-        return collapse_spaces(html);
-    }
-    let dom = parse_document(RcDom::default(), ParseOpts::default()).one(html);
-    collapse_spaces(&text_of(&dom.document))
-}
-
-/// Every run of whitespace made one space, none at either end.
-pub fn collapse_spaces(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Outside code fences: trailing whitespace removed from every line, blank
-/// lines at either end dropped, every run of blank lines made one, and the
-/// single space html2md leaves where a text node began a line dropped (list
-/// continuations are indented by two or more and stay). Inside a fence
-/// every line stays as it is: in code, blank lines and spaces can matter.
-pub fn collapse_blank_lines(markdown: &str) -> String {
-    let mut out = String::with_capacity(markdown.len());
-    let mut blank_before = false;
-    let mut in_fence = false;
-    for raw in markdown.split('\n') {
-        let fence = raw.trim_start().starts_with("```");
-        if in_fence && !fence {
-            out.push('\n');
-            out.push_str(raw);
-            continue;
-        }
-        let mut line = raw.trim_end();
-        if fence {
-            in_fence = !in_fence;
-        } else if line.starts_with(' ') && !line.starts_with("  ") {
-            line = &line[1..];
-        }
-        if line.is_empty() {
-            blank_before = !out.is_empty();
-            continue;
-        }
-        if blank_before {
+    let separate = |out: &mut String| {
+        if !out.is_empty() {
             out.push_str("\n\n");
-        } else if !out.is_empty() {
+        }
+    };
+    if table.nested || columns == 1 {
+        for cell in table.rows.into_iter().flatten().filter(|c| !c.is_empty()) {
+            separate(&mut out);
+            out.push_str(&cell);
+        }
+        return out;
+    }
+    let rows: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| row.iter().map(|cell| one_line(cell)).collect::<Vec<_>>())
+        .filter(|row| row.iter().any(|c| !c.is_empty()))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        if i == 0 {
+            separate(&mut out);
+        } else {
             out.push('\n');
         }
-        blank_before = false;
-        out.push_str(line);
+        out.push('|');
+        for column in 0..columns {
+            let text = row.get(column).map_or("", String::as_str);
+            out.push(' ');
+            out.push_str(text);
+            out.push_str(if text.is_empty() { "|" } else { " |" });
+        }
+        if i == 0 {
+            out.push_str("\n|");
+            out.push_str(&" --- |".repeat(columns));
+        }
     }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn md(html: &str) -> String {
-        convert(html).unwrap().markdown
-    }
-
-    #[test]
-    fn headings_are_atx() {
-        assert_eq!(
-            md("<h1>One</h1><h2>Two</h2><h3>Three <em>x</em></h3><h6>Six</h6>"),
-            "# One\n\n## Two\n\n### Three *x*\n\n###### Six"
-        );
-        assert_eq!(
-            md("<h2>Split<br>over\n lines</h2><p>p</p>"),
-            "## Split over lines\n\np"
-        );
-        assert_eq!(md("<h2> </h2><p>p</p>"), "p");
-    }
-
-    #[test]
-    fn line_breaks_in_text_are_spaces_outside_pre() {
-        assert_eq!(
-            md("<p><strong>Chapter 5</strong>\ndiscusses\n  structs.</p><pre>a\n  b</pre>"),
-            "**Chapter 5** discusses structs.\n\n```\na\n  b\n```"
-        );
-    }
-
-    #[test]
-    fn tables() {
-        assert_eq!(
-            md(
-                "<table><caption>Sizes</caption><thead><tr><th>Name</th><th>Size</th></tr></thead>\
-                <tbody><tr><td><b>a</b></td><td>1 | 2</td></tr><tr><td>b</td></tr></tbody></table>"
-            ),
-            "Sizes\n\n| Name | Size |\n| --- | --- |\n| **a** | 1 \\| 2 |\n| b | |"
-        );
-        // Layout tables: one column, or tables within cells.
-        assert_eq!(
-            md("<table><tr><td><h2>Title</h2><p>Body</p></td></tr></table>"),
-            "## Title\n\nBody"
-        );
-        assert_eq!(
-            md("<table><tr><td>menu</td><td><table><tr><td>x</td><td>y</td></tr></table></td></tr></table>"),
-            "menu\n\n| x | y |\n| --- | --- |"
-        );
-        assert_eq!(md("<table></table><p>after</p>"), "after");
-    }
-
-    #[test]
-    fn nested_tables_cost_linear_time() {
-        // html2md's own handler doubles its work per level: 2^40 here.
-        let depth = 40;
-        let page = format!(
-            "{}inner{}",
-            "<table><tr><td>a</td><td>".repeat(depth),
-            "</td></tr><tr><td>x</td><td>y</td></tr></table>".repeat(depth)
-        );
-        let out = md(&page);
-        assert!(out.starts_with("a\n\na\n\n"), "{out}");
-        assert!(out.contains("inner"));
-    }
-
-    #[test]
-    fn quotes_and_list_items() {
-        assert_eq!(
-            md("<blockquote><p>one</p><p>two</p><blockquote>deep</blockquote></blockquote>"),
-            "> one\n>\n> two\n>\n> > deep"
-        );
-        assert_eq!(
-            md("<p>He said <q>hi</q> in <cite>Book</cite>.</p>"),
-            "He said \"hi\" in Book."
-        );
-        assert_eq!(
-            md("<ol><li><p>first</p><p>more</p></li><li>second<ul><li>inner</li></ul></li></ol>"),
-            "1. first\n\n   more\n\n2. second\n   * inner"
-        );
-        let many: String = (1..=12).map(|i| format!("<li>{i}</li>")).collect();
-        assert!(md(&format!("<ol>{many}</ol>")).ends_with("11. 11\n12. 12"));
-        // A huge quote or list item is rewritten once, not per line.
-        let lines = "<br>line".repeat(50_000);
-        assert_eq!(
-            md(&format!("<blockquote>{lines}</blockquote>"))
-                .lines()
-                .count(),
-            50_000
-        );
-        assert_eq!(
-            md(&format!("<ul><li>{lines}</li></ul>")).lines().count(),
-            50_000
-        );
-    }
-
-    #[test]
-    fn deep_quotes_and_lists_are_prefixed_only_so_deep() {
-        // 1000 nested quotes around a big text never finished: every level
-        // rewrote all of it.
-        let text = "word ".repeat(1000);
-        let html = format!(
-            "{}{text}{}",
-            "<blockquote>".repeat(1000),
-            "</blockquote>".repeat(1000)
-        );
-        // html2md recurses per level: more stack than a test thread has.
-        let deep_md = |html: String| {
-            std::thread::Builder::new()
-                .stack_size(512 << 20)
-                .spawn(move || md(&html))
-                .unwrap()
-                .join()
-                .unwrap()
-        };
-        let out = deep_md(html);
-        assert!(
-            out.starts_with(&format!("{}word", "> ".repeat(16))),
-            "{}",
-            &out[..80]
-        );
-        let html = format!("{}x{}", "<ul><li>".repeat(100), "</li></ul>".repeat(100));
-        let out = deep_md(html);
-        let widest = out.lines().map(|l| l.len() - l.trim_start().len()).max();
-        assert!(widest <= Some(2 * 16), "{widest:?}\n{out}");
-    }
-
-    #[test]
-    fn spec_elements() {
-        let out = md(
-            "<p>A <a href=\"https://x.org/a\">link</a>, <strong>bold</strong>, \
-                      <b>b</b>, <em>em</em>, <i>i</i>, <code>c()</code>.</p>\
-                      <ul><li>one</li><li>two</li></ul><ol><li>first</li></ol>",
-        );
-        assert_eq!(
-            out,
-            "A [link](https://x.org/a), **bold**, **b**, *em*, *i*, `c()`.\n\n\
-             * one\n* two\n\n1. first"
-        );
-    }
-
-    #[test]
-    fn hidden_elements_and_comments_leave_no_text() {
-        let page = convert(
-            "<html><head><title> The\n Title </title><style>.s{color:red}</style>\
-             <script>var secret = 1;</script></head><body>\
-             <nav><a href=/>Home</a> menu</nav><!-- a comment -->\
-             <noscript>enable js</noscript><template><p>tpl</p></template>\
-             <p>Body <script>inline()</script>text</p></body></html>",
-        )
-        .unwrap();
-        assert_eq!(page.title, "The Title");
-        assert_eq!(page.markdown, "Body text");
-    }
-
-    #[test]
-    fn first_title_wins_and_missing_title_is_empty() {
-        assert_eq!(convert("<p>x</p>").unwrap().title, "");
-        let page = convert("<title>A &amp; B</title><p>x<title>C</title></p>").unwrap();
-        assert_eq!(page.title, "A & B");
-        assert_eq!(page.markdown, "x");
-        // Document order, whatever the nesting.
-        let page =
-            convert("<body><div><p><title>deep</title></p></div><title>late</title>").unwrap();
-        assert_eq!(page.title, "deep");
-    }
-
-    #[test]
-    fn blank_lines_collapse() {
-        assert_eq!(
-            collapse_blank_lines("\n\n a  \n\n\n\n b\t\n \n\u{a0}\nc\n\n"),
-            "a\n\nb\n\nc"
-        );
-        assert_eq!(
-            collapse_blank_lines("* item\n  more\n```\n code\n\n\n\n```\n x"),
-            "* item\n  more\n```\n code\n\n\n\n```\nx"
-        );
-        assert_eq!(
-            collapse_blank_lines("```\na  \n\n\n\n  b\n```"),
-            "```\na  \n\n\n\n  b\n```"
-        );
-        assert!(md("<pre>x\n\n\n\ny</pre>").contains("x\n\n\n\ny"));
-        let out = md("<div><p>a</p><div><div><p>b</p></div></div><br><br><br><p>c</p></div>");
-        assert_eq!(out, "a\n\nb\n\nc");
-    }
-
-    #[test]
-    fn deep_nesting_is_refused_not_a_crash() {
-        let deep = "<div>".repeat(MAX_DEPTH + 10);
-        let err = convert(&deep).unwrap_err();
-        assert_eq!(err, "elements are nested more than 1024 levels deep");
-        let fine = format!("{}x", "<div>".repeat(200));
-        assert_eq!(md(&fine), "x");
-    }
-
-    #[test]
-    fn fragments() {
-        assert_eq!(
-            fragment_text("Learn <strong>Rust</strong> &amp; <em>async</em>\n  today"),
-            "Learn Rust & async today"
-        );
-        assert_eq!(fragment_text("plain  text"), "plain text");
-        assert_eq!(fragment_text("a &lt;b&gt; &#x27;c&#x27;"), "a <b> 'c'");
-    }
+/// A cell's markdown on one line, its pipes escaped.
+fn one_line(cell: &str) -> String {
+    collapse_spaces(&cell.replace("\\\n", " ")).replace('|', "\\|")
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,4 @@
-//! What the two search tools share (web-tools.md, "Output Format Mapping"
-//! and the error codes; spec README, decisions 12 and 15): the common answer
+//! What the two search tools share: the common answer
 //! `{"success": true, "results": [{title, url, snippet}], "count"}`, the
 //! endpoint variables, and the messages for failures, from which the API
 //! key is always removed (a provider may quote the request URL, and Google's
@@ -69,9 +68,8 @@ pub fn hits(body: &Value, layout: &Layout) -> Result<Vec<Hit>, String> {
         .collect()
 }
 
-/// AUTH_MISSING with its `config_required` event for the person
-/// (web-tools.md; decision 15): `message` for the model, `content` and
-/// `data_json` for the event.
+/// AUTH_MISSING with its `config_required` event for the person:
+/// `message` for the model, `content` and `data_json` for the event.
 pub fn auth_missing(message: &str, content: &str, data_json: &str) -> ToolError {
     ToolError::new(ErrorCode::AuthMissing, message).with_event(json!({
         "kind": "config_required",
@@ -91,7 +89,7 @@ pub fn answer(hits: Vec<Hit>, allowed: &[String], blocked: &[String]) -> Value {
     json!({"success": true, "results": results, "count": count})
 }
 
-/// The provider's endpoint: `var` when set (decision 12), else `default`.
+/// The provider's endpoint: `var` when set, else `default`.
 pub fn endpoint(env: &Env, var: &str, default: &str) -> Result<Uri, ToolError> {
     let url = env.var(var).unwrap_or(default);
     http::parse_url(url).map_err(|why| {
@@ -115,7 +113,8 @@ impl Provider<'_> {
     /// A transport failure: NETWORK_ERROR naming the host, not the URL.
     pub fn failure(&self, failure: Failure) -> ToolError {
         let reason = match failure {
-            Failure::Network(reason) => reason,
+            // The search client checks no hosts; a refusal reads as one.
+            Failure::Network(reason) | Failure::Blocked(reason) => reason,
             Failure::Decode(reason) => format!("unreadable response: {reason}"),
         };
         self.error(

@@ -1,5 +1,4 @@
-//! Stub mode (spec README, decision 10; shellclaw-interface.md, "Stub
-//! Mode"): with `SHELLCLAW_STUB=1` or `IKIGAI_STUB=1` each web tool answers
+//! Stub mode: with `SHELLCLAW_STUB=1` or `IKIGAI_STUB=1` each web tool answers
 //! these fixed results, the same for any valid input, without credentials
 //! and without touching the network. Arguments are still validated first,
 //! so bad input gets the same errors as without the stub.

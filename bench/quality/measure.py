@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The quality measure of web_fetch's markdown (bench/run.sh quality).
+
+For each page under bench/quality/pages/NAME/ (page.html as saved, and
+expected.txt, the text of its article), convert the page with our web-fetch
+(served from 127.0.0.1) and with the converter of the MCP fetch server
+(mcp-server-fetch's extract_content_from_html: readabilipy, which runs
+Readability.js under node, + markdownify, run offline in Python), and report
+for each:
+
+- recall: the share of the expected article's words found in the answer
+  (each word counted as often as it occurs, matched at most as often);
+- precision: the share of the answer's words that belong to the article;
+- tokens: the answer's size in o200k tokens (bench/peers).
+
+Words are lowercase runs of letters and digits. Link and image destinations
+are removed from the markdown before words are counted (a URL is not
+article text) but counted in tokens (the model pays for them).
+
+Standalone: measure.py WEB_FETCH PEERS PYTHON -> prints JSON rows.
+"""
+
+import collections
+import json
+import os
+import re
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAGES = os.path.join(HERE, "pages")
+
+WORD = re.compile(r"\w+", re.UNICODE)
+DESTINATION = re.compile(r"\]\((?:<[^>]*>|[^)\s]*)\)")
+
+MCP_SNIPPET = r"""
+import json, sys
+from mcp_server_fetch.server import extract_content_from_html
+out = {}
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        out[path] = extract_content_from_html(f.read())
+json.dump(out, sys.stdout)
+"""
+
+
+def pages():
+    return sorted(manifest())
+
+
+def words(text):
+    return collections.Counter(w.lower() for w in WORD.findall(DESTINATION.sub("]", text)))
+
+
+def scores(expected, answer):
+    want, got = words(expected), words(answer)
+    common = sum((want & got).values())
+    return {
+        "recall": common / max(1, sum(want.values())),
+        "precision": common / max(1, sum(got.values())),
+    }
+
+
+def manifest():
+    with open(os.path.join(HERE, "pages.json"), encoding="utf-8") as f:
+        return json.load(f)["pages"]
+
+
+def http_url(url):
+    """The page's address over plain http (the proxy below speaks no TLS)."""
+    return "http://" + url.split("://", 1)[1]
+
+
+class Proxy(socketserver.ThreadingTCPServer):
+    """An HTTP proxy on 127.0.0.1 that answers every request for a stored
+    page's address with the stored file (CONNECT, as web-fetch's client
+    sends through a proxy, then the request inside the tunnel)."""
+
+    daemon_threads = True
+
+    def __init__(self, files):
+        self.files = files  # "host/path" -> file
+        super().__init__(("127.0.0.1", 0), ProxyHandler)
+
+
+class ProxyHandler(socketserver.StreamRequestHandler):
+    def head(self):
+        first = self.rfile.readline().decode("latin-1").strip()
+        headers = {}
+        while True:
+            line = self.rfile.readline().decode("latin-1")
+            if line in ("\r\n", "\n", ""):
+                return first, headers
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+
+    def handle(self):
+        first, headers = self.head()
+        method, target = first.split(" ")[:2]
+        if method == "CONNECT":
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            host = target.rsplit(":", 1)[0]
+            first, headers = self.head()
+            target = first.split(" ")[1]
+            key = host + target
+        else:
+            key = target.split("://", 1)[-1]
+        path = self.server.files.get(key)
+        if path is None:
+            self.wfile.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return
+        with open(path, "rb") as f:
+            body = f.read()
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+
+def ours(web_fetch, names):
+    urls = {n: http_url(manifest()[n]["url"]) for n in names}
+    files = {u.split("://", 1)[1]: os.path.join(PAGES, n, "page.html") for n, u in urls.items()}
+    proxy = Proxy(files)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("all_proxy", "https_proxy", "http_proxy", "no_proxy")
+           and k != "IKIGAI_MAX_OUTPUT"}
+    # The proxy stands in for the sites: nothing is resolved or reached.
+    env.update(IKIGAI_FETCH_ALLOW_PRIVATE="1",
+               HTTP_PROXY=f"http://127.0.0.1:{proxy.server_address[1]}")
+    out = {}
+    try:
+        for name in names:
+            p = subprocess.run([web_fetch, json.dumps({"url": urls[name]})],
+                               capture_output=True, env=env)
+            answer = json.loads(p.stdout)
+            if not answer.get("success"):
+                raise RuntimeError(f"web-fetch {name}: {answer}")
+            out[name] = answer["content"]
+    finally:
+        proxy.shutdown()
+    return out
+
+
+def mcp(python, names):
+    paths = [os.path.join(PAGES, n, "page.html") for n in names]
+    p = subprocess.run([python, "-c", MCP_SNIPPET, *paths], capture_output=True, check=True)
+    got = json.loads(p.stdout)
+    return {n: got[path] for n, path in zip(names, paths)}
+
+
+def tokens(peers, texts):
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for i, text in enumerate(texts):
+            path = os.path.join(tmp, f"{i}.md")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            files.append(path)
+        p = subprocess.run([peers, "tokens", *files], capture_output=True, check=True, text=True)
+        return [int(n) for n in p.stdout.split()]
+
+
+def measure(web_fetch, peers, python, keep_dir=None):
+    names = pages()
+    answers = {"ours": ours(web_fetch, names), "mcp": mcp(python, names)}
+    rows = []
+    for name in names:
+        with open(os.path.join(PAGES, name, "expected.txt"), encoding="utf-8") as f:
+            expected = f.read()
+        counts = tokens(peers, [answers["ours"][name], answers["mcp"][name]])
+        row = {"page": name, "expected_words": sum(words(expected).values())}
+        for who, n in zip(["ours", "mcp"], counts):
+            s = scores(expected, answers[who][name])
+            row[who] = {"recall": s["recall"], "precision": s["precision"], "tokens": n}
+        rows.append(row)
+        if keep_dir:
+            os.makedirs(keep_dir, exist_ok=True)
+            for who in answers:
+                with open(os.path.join(keep_dir, f"{name}.{who}.md"), "w", encoding="utf-8") as f:
+                    f.write(answers[who][name])
+    return rows
+
+
+if __name__ == "__main__":
+    keep = sys.argv[4] if len(sys.argv) > 4 else None
+    for r in measure(sys.argv[1], sys.argv[2], sys.argv[3], keep):
+        o, m = r["ours"], r["mcp"]
+        print(f"{r['page']:22} recall {o['recall']:.3f} / {m['recall']:.3f}  "
+              f"precision {o['precision']:.3f} / {m['precision']:.3f}  "
+              f"tokens {o['tokens']:6} / {m['tokens']:6} = {o['tokens'] / max(1, m['tokens']):.2f}")
