@@ -1,6 +1,5 @@
-//! web_search_brave: search the web with the Brave Search API
-//! (web-tools.md, "web-search-brave-tool"; provider-apis.md, "Brave Web
-//! Search"; spec README, decisions 8, 10, 12 and 15).
+//! web_search_brave: search the web with the Brave Search API (decisions 8,
+//! 10, 12 and 15).
 //!
 //! `query`/`count`/`offset` become Brave's `q`/`count`/`offset`; the key
 //! travels in `X-Subscription-Token`. Brave has no domain filters, so both
@@ -70,7 +69,7 @@ const URL_VAR: &str = "IKIGAI_BRAVE_URL";
 const KEY_VAR: &str = "BRAVE_API_KEY";
 const PROVIDER: &str = "Brave Search";
 
-/// web-tools.md's texts, verbatim.
+/// The contract's texts, word for word: hosts and tests compare them.
 const AUTH_MISSING: &str = "Web search requires API key configuration.\n\nBrave Search offers 2,000 free searches/month.\nGet your key: https://brave.com/search/api/\nAdd to: ~/.config/ikigai/credentials.json as 'web_search.brave.api_key'";
 const CONFIG_REQUIRED: &str = "⚠ Configuration Required\n\nWeb search needs an API key. Brave Search offers 2,000 free searches/month.\n\nGet your key: https://brave.com/search/api/\nAdd to: ~/.config/ikigai/credentials.json\n\nExample:\n{\n  \"web_search\": {\n    \"brave\": {\n      \"api_key\": \"your-api-key-here\"\n    }\n  }\n}";
 const CONFIG_DATA: &str = r#"{"tool": "web_search_brave", "credential": "api_key", "signup_url": "https://brave.com/search/api/"}"#;

@@ -1,6 +1,5 @@
 //! web_search_google: search the web with Google's Custom Search JSON API
-//! (web-tools.md, "web-search-google-tool"; provider-apis.md, "Google
-//! Programmable Search"; spec README, decisions 8, 10, 12 and 15).
+//! (decisions 8, 10, 12 and 15).
 //!
 //! `query`/`num`/`start` become Google's `q`/`num`/`start`, with the key and
 //! engine id as `key`/`cx`. Google filters by one domain (`siteSearch` with
@@ -75,15 +74,15 @@ const PROVIDER: &str = "Google Custom Search";
 /// Google serves no result past the 100th: `start + num` at most 100.
 const LAST_RESULT: i64 = 100;
 
-/// web-tools.md's texts, verbatim.
+/// The contract's texts, word for word: hosts and tests compare them.
 const AUTH_MISSING: &str = "Web search requires API key configuration.\n\nGoogle Custom Search offers 100 free searches/day.\nGet API key: https://developers.google.com/custom-search/v1/overview\nGet Search Engine ID: https://programmablesearchengine.google.com/controlpanel/create\nAdd to: ~/.config/ikigai/credentials.json as 'web_search.google.api_key' and 'web_search.google.engine_id'";
 const CONFIG_REQUIRED: &str = "⚠ Configuration Required\n\nWeb search needs an API key and Search Engine ID. Google Custom Search offers 100 free searches/day.\n\nGet API key: https://developers.google.com/custom-search/v1/overview\nGet Search Engine ID: https://programmablesearchengine.google.com/controlpanel/create\nAdd to: ~/.config/ikigai/credentials.json\n\nExample:\n{\n  \"web_search\": {\n    \"google\": {\n      \"api_key\": \"your-api-key-here\",\n      \"engine_id\": \"your-search-engine-id\"\n    }\n  }\n}";
 const CONFIG_DATA: &str =
     r#"{"tool": "web_search_google", "credentials": ["api_key", "engine_id"]}"#;
 const DAILY_LIMIT: &str = "Rate limit exceeded. You've used your free search quota (100/day).";
 
-/// Google's reasons for a key or project that may not search
-/// (provider-apis.md; the `details` form of newer error bodies too).
+/// Google's reasons for a key or project that may not search (the `details`
+/// form of newer error bodies too).
 const AUTH_REASONS: &[&str] = &[
     "keyInvalid",
     "keyExpired",
