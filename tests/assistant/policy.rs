@@ -548,9 +548,7 @@ fn at_a_terminal_the_diff_is_shown_and_y_writes() {
         "{screen}"
     );
     assert!(
-        screen.contains(
-            "--- a/c.toml\n+++ b/c.toml\n@@ -1,2 +1,2 @@\n a = 1\n-debug = false\n+debug = true"
-        ),
+        screen.contains("c.toml:\n@@ -1,2 +1,2 @@\n a = 1\n-debug = false\n+debug = true"),
         "{screen}"
     );
     assert!(

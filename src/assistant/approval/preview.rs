@@ -3,11 +3,9 @@
 //! file as it is now (coloured when the terminal allows), for any other
 //! tool its arguments. Reads the file; writes nothing.
 
-use std::time::Duration;
-
 use serde_json::Value;
-use similar::TextDiff;
 
+use super::super::render::diff::unified;
 use super::super::terminal::Style;
 
 /// The most diff lines shown; the rest is counted.
@@ -31,7 +29,7 @@ pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
                 Err(e) => (Err(e), "overwrite"),
             };
             let shown = match old {
-                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, path, style),
+                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, style),
                 Ok(_) => "  (too large to show a diff)".into(),
                 Err(e) => format!("  (no diff: {e})"),
             };
@@ -44,7 +42,7 @@ pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
         ("file_edit", Some(path)) => {
             let head = format!("{} wants to edit {path}:", style.bold("file_edit"));
             match edited(path, arguments) {
-                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, path, style)),
+                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, style)),
                 Err(why) => format!("{head} {why}\n{}", indent(&pretty(arguments))),
             }
         }
@@ -92,44 +90,14 @@ fn read_small(path: &str) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
 }
 
-/// A unified diff with three lines of context, coloured by `style`.
-pub fn diff(old: &str, new: &str, path: &str, style: Style) -> String {
-    if old == new {
-        return "  (no change)".into();
+/// The unified diff the call would make, drawn as the terminal draws a
+/// change once it is done, so the person sees the same thing before and
+/// after.
+fn diff(old: &str, new: &str, style: Style) -> String {
+    match unified(old, new, style.paint(), "", MAX_DIFF_LINES) {
+        Some(d) => d.text.trim_end_matches('\n').to_string(),
+        None => "  (no change)".into(),
     }
-    // A diff that takes long is cut short (coarser, still correct).
-    let text = TextDiff::configure()
-        .timeout(Duration::from_millis(500))
-        .diff_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = String::new();
-    for line in lines.iter().take(MAX_DIFF_LINES) {
-        let painted = if line.starts_with("+++") || line.starts_with("---") {
-            style.bold(line)
-        } else if line.starts_with('+') {
-            style.green(line)
-        } else if line.starts_with('-') {
-            style.red(line)
-        } else if line.starts_with("@@") {
-            style.cyan(line)
-        } else {
-            line.to_string()
-        };
-        out.push_str(&painted);
-        out.push('\n');
-    }
-    if lines.len() > MAX_DIFF_LINES {
-        out.push_str(&format!(
-            "... {} more lines of diff\n",
-            lines.len() - MAX_DIFF_LINES
-        ));
-    }
-    out.pop();
-    out
 }
 
 fn pretty(value: &Value) -> String {
@@ -221,11 +189,11 @@ mod tests {
     fn colours_when_asked_and_other_tools_show_arguments() {
         // Style follows NO_COLOR, which the person running the tests may set.
         if std::env::var_os("NO_COLOR").is_none() {
-            let painted = diff("a\n", "b\n", "f", Style::for_stream(true));
+            let painted = diff("a\n", "b\n", Style::for_stream(true));
             assert!(painted.contains("\x1b[31m-a\x1b[0m"), "{painted:?}");
             assert!(painted.contains("\x1b[32m+b\x1b[0m"), "{painted:?}");
         }
-        assert!(!diff("a\n", "b\n", "f", plain()).contains('\x1b'));
+        assert!(!diff("a\n", "b\n", plain()).contains('\x1b'));
         let text = describe("web_fetch", &json!({"url": "https://x.org"}), plain());
         assert_eq!(
             text,

@@ -5,6 +5,8 @@
 //! that is not UTF-8 is compared as its lossy text, which is what a person
 //! can read anyway.
 
+use std::time::Duration;
+
 use similar::{ChangeTag, TextDiff};
 
 use super::Paint;
@@ -25,7 +27,11 @@ pub fn unified(old: &str, new: &str, paint: Paint, indent: &str, max_lines: usiz
     if old == new {
         return None;
     }
-    let diff = TextDiff::from_lines(old, new);
+    // Two large files that differ everywhere could take long to compare
+    // exactly; past the deadline the diff is coarser but still correct.
+    let diff = TextDiff::configure()
+        .timeout(Duration::from_millis(500))
+        .diff_lines(old, new);
     let mut added = 0;
     let mut removed = 0;
     let mut lines: Vec<String> = Vec::new();
