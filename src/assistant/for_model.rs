@@ -11,9 +11,9 @@
 //! The files go in a directory of the session (mode 0700, files 0600: they
 //! may hold anything a command printed).
 
-use std::fs::{DirBuilder, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -43,7 +43,7 @@ impl Outputs {
 
     fn dir(&mut self) -> io::Result<PathBuf> {
         if let Some(dir) = &self.dir {
-            DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            super::session::private_dir(dir)?;
             return Ok(dir.clone());
         }
         if self.temp.is_none() {
