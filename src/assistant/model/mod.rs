@@ -23,6 +23,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::args::type_name;
+
 /// The tools-array format a client sends: the host's own provider formats.
 pub use crate::host::format::ToolFormat;
 
@@ -288,20 +290,9 @@ pub fn arguments_problem(arguments: &Value) -> Option<String> {
         Value::Object(_) => None,
         Value::String(text) => Some(match serde_json::from_str::<Value>(text) {
             Err(e) => format!("arguments are not valid JSON: {e}"),
-            Ok(v) => format!("expected a JSON object, got {}", kind(&v)),
+            Ok(v) => format!("expected a JSON object, got {}", type_name(&v)),
         }),
-        other => Some(format!("expected a JSON object, got {}", kind(other))),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        other => Some(format!("expected a JSON object, got {}", type_name(other))),
     }
 }
 
