@@ -402,9 +402,6 @@ impl Conversation {
                 cancel,
             );
             ui.end_text();
-            if let Ok(Some(usage)) = result.as_ref().map(|r| r.usage) {
-                ui.usage(&usage);
-            }
             let reply = match result {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -1185,11 +1182,9 @@ mod tests {
             TurnEnd::Answered
         );
         assert!(h.calls.lock().unwrap().is_empty(), "a cut call ran");
-        assert!(
-            ui.0.contains(&"usage 3 in, 100 out".to_string()),
-            "{:?}",
-            ui.0
-        );
+        // Counted once: the status line and the cost add up what they get.
+        let usage: Vec<_> = ui.0.iter().filter(|l| l.starts_with("usage")).collect();
+        assert_eq!(usage, ["usage 3 in, 100 out"]);
         assert!(
             ui.0.contains(&"notice [cut: the reply reached the output limit of 100 tokens; --max-output-tokens raises it]".to_string()),
             "{:?}",
