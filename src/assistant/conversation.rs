@@ -483,10 +483,9 @@ impl Conversation {
             if tool_calls.is_empty() {
                 return TurnEnd::Answered;
             }
-            let calls = tool_calls;
             if rounds == self.max_tool_rounds {
                 let limit = self.max_tool_rounds;
-                let results = calls
+                let results = tool_calls
                     .iter()
                     .map(|c| ToolResult {
                         call_id: c.id.clone(),
@@ -525,7 +524,7 @@ impl Conversation {
                 client.tool_format(),
                 ToolFormat::OpenAiChat | ToolFormat::OpenAiResponses
             );
-            let results = self.run_calls(&calls, preset, strict, host, ui, cancel);
+            let results = self.run_calls(&tool_calls, preset, strict, host, ui, cancel);
             self.messages.push(Message::Tool { results });
             if cancel.load(Ordering::SeqCst) {
                 let text = "Cancelled by you: the running tools were stopped; the model is told, \
@@ -556,6 +555,20 @@ impl Conversation {
         cancel: &AtomicBool,
     ) -> Vec<ToolResult> {
         let read_only: Vec<bool> = calls.iter().map(|c| host.read_only(&c.name)).collect();
+        // What each call runs with: under strict mode, without the optional
+        // parameters the model set to null.
+        let arguments: Vec<Value> = calls
+            .iter()
+            .map(|call| match host.parameters(&call.name) {
+                Some(params) if strict && strict::parameters(&params).is_some() => {
+                    strict::without_optional_nulls(&params, &call.arguments)
+                }
+                _ => call.arguments.clone(),
+            })
+            .collect();
+        // Uncontained calls are asked more often; the host knows whether
+        // the kernel can fence them.
+        self.approval.unsandboxed = host.unsandboxed();
         let mut envelopes: Vec<Option<Value>> = vec![None; calls.len()];
         let mut preset = preset;
         for batch in schedule::batches(&read_only) {
@@ -570,8 +583,6 @@ impl Conversation {
                         Failure::Cancelled,
                         format!("Tool '{}' was not run: the user interrupted", call.name),
                     ))
-                } else if !call.arguments.is_object() {
-                    None // the host answers INVALID_PARAMS; nothing to approve
                 } else {
                     match self
                         .approval
@@ -589,7 +600,15 @@ impl Conversation {
                     None => approved.push(index),
                 }
             }
-            self.run_together(&approved, calls, strict, host, ui, cancel, &mut envelopes);
+            self.run_together(
+                &approved,
+                calls,
+                &arguments,
+                host,
+                ui,
+                cancel,
+                &mut envelopes,
+            );
         }
         calls
             .iter()
@@ -609,13 +628,14 @@ impl Conversation {
             .collect()
     }
 
-    /// Runs the calls at `indices` at once and finishes each as it ends.
+    /// Runs the calls at `indices` (with `arguments`) at once and finishes
+    /// each as it ends.
     #[allow(clippy::too_many_arguments)]
     fn run_together(
         &mut self,
         indices: &[usize],
         calls: &[ToolCall],
-        strict: bool,
+        arguments: &[Value],
         host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
@@ -624,17 +644,6 @@ impl Conversation {
         if indices.is_empty() {
             return;
         }
-        // What each call runs with: under strict mode, without the optional
-        // parameters the model set to null.
-        let arguments: Vec<Value> = calls
-            .iter()
-            .map(|call| match host.parameters(&call.name) {
-                Some(params) if strict && strict::parameters(&params).is_some() => {
-                    strict::without_optional_nulls(&params, &call.arguments)
-                }
-                _ => call.arguments.clone(),
-            })
-            .collect();
         std::thread::scope(|scope| {
             enum Progress {
                 Output(usize, Vec<u8>),
@@ -677,6 +686,7 @@ impl Conversation {
                         .approval
                         .rerun_outside_sandbox(&call.name, &why, cancel)
                     {
+                        ui.waiting(&format!("running {} outside the sandbox", call.name));
                         outcome =
                             host.call_unsandboxed(&call.name, &arguments[index], Some(cancel));
                     }
@@ -920,6 +930,7 @@ fn short_value(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assistant::approval::{rules::Rule, Mode, Prompter, Sourced};
     use crate::assistant::model::Reply;
     use std::collections::VecDeque;
     use std::sync::Mutex;
@@ -979,10 +990,13 @@ mod tests {
     }
 
     /// Tools `echo` (answers its arguments), `slow` (sleeps `ms`, answers
-    /// `n`), `needs_key` (reports a config_required event) and `forever`
-    /// (waits for cancel).
+    /// `n`), `needs_key` (reports a config_required event), `forever`
+    /// (waits for cancel) and `fenced` (fails inside the sandbox, works
+    /// outside it).
     struct FakeHost {
         calls: Mutex<Vec<String>>,
+        /// What `unsandboxed` answers.
+        unsandboxed: bool,
     }
 
     impl ToolHost for FakeHost {
@@ -999,6 +1013,22 @@ mod tests {
 
         fn read_only(&self, name: &str) -> bool {
             name == "slow"
+        }
+        fn unsandboxed(&self) -> bool {
+            self.unsandboxed
+        }
+        fn call_unsandboxed(&self, name: &str, _: &Value, _: Option<&AtomicBool>) -> CallOutcome {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("{name} unsandboxed"));
+            CallOutcome::new(
+                Envelope::Success {
+                    result: json!({"outside": true}),
+                    truncated: None,
+                },
+                vec![],
+            )
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
@@ -1023,6 +1053,13 @@ mod tests {
                     Envelope::refused(Failure::Tool("AUTH_MISSING".into()), "no key"),
                     vec![json!({"kind": "config_required", "message": "set KEY"})],
                 ),
+                "fenced" => CallOutcome {
+                    sandbox: Some(json!({"mode": "workspace-write", "network": false})),
+                    ..CallOutcome::new(
+                        Envelope::refused(Failure::Tool("EXIT".into()), "Permission denied"),
+                        vec![],
+                    )
+                },
                 "forever" => {
                     let cancel = cancel.expect("a cancel flag");
                     while !cancel.load(Ordering::SeqCst) {
@@ -1101,7 +1138,50 @@ mod tests {
     fn host() -> FakeHost {
         FakeHost {
             calls: Mutex::new(vec![]),
+            unsandboxed: false,
         }
+    }
+
+    /// The person at the prompt: answers from a script, keeps what it was
+    /// shown and asked.
+    #[derive(Clone, Default)]
+    struct Person {
+        answers: Arc<Mutex<VecDeque<&'static str>>>,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Person {
+        fn answering(answers: &[&'static str]) -> Person {
+            Person {
+                answers: Arc::new(Mutex::new(answers.iter().copied().collect())),
+                seen: Arc::default(),
+            }
+        }
+        fn seen(&self) -> Vec<String> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl Prompter for Person {
+        fn show(&mut self, text: &str) {
+            self.seen.lock().unwrap().push(text.to_string());
+        }
+        fn answer(&mut self, question: &str, _: &AtomicBool) -> Option<String> {
+            self.seen.lock().unwrap().push(question.to_string());
+            self.answers.lock().unwrap().pop_front().map(str::to_string)
+        }
+    }
+
+    /// `ask` mode with the allow rules `allow`, asking `person`.
+    fn asking(allow: &[&str], person: &Person) -> Approval {
+        let allow = allow
+            .iter()
+            .map(|r| Sourced {
+                rule: Rule::parse(r).unwrap(),
+                from: "--allow".into(),
+            })
+            .collect();
+        Approval::new(Mode::Ask, allow, vec![], Some(Box::new(person.clone())))
     }
 
     fn conversation(model: &Arc<Scripted>, rounds: usize) -> Conversation {
@@ -1337,8 +1417,74 @@ mod tests {
     }
 
     #[test]
+    fn a_call_that_failed_in_the_sandbox_runs_again_outside_it_when_the_person_says_y() {
+        for (answer, ran, seen) in [
+            (
+                "y",
+                vec!["fenced", "fenced unsandboxed"],
+                json!({"outside": true}),
+            ),
+            ("n", vec!["fenced"], Value::Null),
+        ] {
+            let model = Scripted::new(vec![
+                calls(vec![call("a", "fenced", json!({}))]),
+                text("ok"),
+            ]);
+            let person = Person::answering(&[answer]);
+            let h = host();
+            let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+            let end = c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+            assert_eq!(end, TurnEnd::Answered);
+            assert_eq!(*h.calls.lock().unwrap(), ran, "answer {answer}");
+            assert_eq!(
+                person.seen(),
+                [
+                    "fenced failed inside the sandbox: EXIT: Permission denied",
+                    "Run it again outside the sandbox? y / n: "
+                ]
+            );
+            let results = last_results(&model);
+            assert_eq!(results[0].envelope["result"], seen, "answer {answer}");
+            if answer == "n" {
+                // The model learns the sandbox may be why.
+                assert_eq!(results[0].envelope["sandbox"]["mode"], "workspace-write");
+            }
+        }
+    }
+
+    #[test]
+    fn without_the_sandbox_what_the_rules_allow_is_asked_all_the_same() {
+        for unsandboxed in [false, true] {
+            let model = Scripted::new(vec![
+                calls(vec![
+                    call("a", "echo", json!({"x": 1})),
+                    call("b", "slow", json!({"n": 2})),
+                ]),
+                text("ok"),
+            ]);
+            let person = Person::answering(&["n", ""]);
+            let h = FakeHost {
+                unsandboxed,
+                ..host()
+            };
+            let mut c = conversation(&model, 25).with_approval(asking(&["echo"], &person));
+            c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+            let results = last_results(&model);
+            // The read-only call runs unasked either way.
+            assert_eq!(results[1].envelope["result"]["n"], 2);
+            if unsandboxed {
+                assert_eq!(*h.calls.lock().unwrap(), ["slow"]);
+                assert!(person.seen()[0].starts_with("echo wants to run with:"));
+                assert_eq!(results[0].envelope["error_code"], "PERMISSION_DENIED");
+            } else {
+                assert_eq!(*h.calls.lock().unwrap(), ["echo", "slow"]);
+                assert!(person.seen().is_empty(), "{:?}", person.seen());
+            }
+        }
+    }
+
+    #[test]
     fn a_denied_call_tells_the_model_who_refused_and_the_turn_goes_on() {
-        use crate::assistant::approval::{rules::Rule, Mode, Sourced};
         let model = Scripted::new(vec![
             calls(vec![
                 call("a", "echo", json!({"x": 1})),

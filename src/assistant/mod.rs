@@ -195,9 +195,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     let prompter = std::io::stdin()
         .is_terminal()
         .then(|| Box::new(TerminalPrompter::new()) as Box<dyn Prompter>);
-    let mut approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
-    // Without the kernel's fence, a call that is not read-only is asked.
-    approval.unsandboxed = host.unsandboxed();
+    let approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
     let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds)
         .with_approval(approval)
         .with_model_output(

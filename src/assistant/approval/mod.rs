@@ -12,7 +12,7 @@
 //! `ask` refuses what it would have asked. A refused call never runs; the
 //! model gets `PERMISSION_DENIED` saying who refused it and why, and goes on.
 //!
-//! The sandbox's part (connected where the sandbox is set up):
+//! The sandbox's part (the conversation sets it from its `ToolHost`):
 //! `Approval::unsandboxed` says calls cannot be contained on this machine,
 //! so in `ask` mode every call that is not read-only is asked, rules or
 //! not; `Approval::rerun_outside_sandbox` asks whether a call that failed in
@@ -99,7 +99,8 @@ pub struct Approval {
     prompter: Option<Box<dyn Prompter>>,
     /// The sandbox cannot contain calls here (the kernel lacks what it
     /// needs): in `ask` mode, every call that is not read-only is asked,
-    /// whatever the allow rules say. Set where the sandbox is set up.
+    /// whatever the allow rules say. The conversation sets it from the host
+    /// before each round of calls.
     pub unsandboxed: bool,
 }
 
@@ -222,9 +223,6 @@ impl Approval {
 
     /// Whether a call that failed inside the sandbox (`why`) may run again
     /// outside it: only in `ask` mode, only when the person says `y`.
-    // Called by the conversation once calls run sandboxed (the sandbox's
-    // failure envelope carries the `sandbox` object this question follows).
-    #[allow(dead_code)]
     pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
         if self.mode != Mode::Ask {
             return false;
