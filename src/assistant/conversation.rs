@@ -1,11 +1,13 @@
-//! The conversation loop (issue 5, "The loop"): a message goes to the model
-//! with the conversation so far, the system prompt and the host's tools;
-//! tool calls in the reply are approved (`approval`) and run through the
-//! host, consecutive read-only calls at once and every other call alone, in
-//! the model's order (`schedule`), and their envelopes, cut to what the
-//! model should read (`for_model`), go back in that order; this repeats
-//! until the model answers with text, for at most `--max-tool-rounds`
-//! rounds. Every step is written to the session log as it happens. A
+//! The conversation loop: a message goes to the model with the
+//! conversation so far, the system prompt and the host's tools; tool calls
+//! in the reply are approved (`approval`) and run through the host,
+//! consecutive read-only calls at once and every other call alone, in the
+//! model's order (`schedule`), and their envelopes, cut to what the model
+//! should read (`for_model`), go back in that order; this repeats until the
+//! model answers with text, for at most `--max-tool-rounds` rounds. A
+//! running call's output reaches the person as the tool writes it; a call
+//! that failed inside the sandbox may run again outside it when the person
+//! says so. Every step is written to the session log as it happens. A
 //! provider error is shown and leaves the conversation as it was, so the
 //! next message goes on.
 //!
@@ -847,8 +849,9 @@ fn cut_envelope(call: &ToolCall, client: &dyn ModelClient) -> Envelope {
 }
 
 /// The system prompt: the built-in one, then every `*.md` in `context_dir`
-/// in alphabetical order, joined with `---` (shellclaw-interface.md,
-/// "Context modules"). Unreadable modules are reported and left out.
+/// in alphabetical order, joined with `---`, so a person can add standing
+/// instructions one file at a time. Unreadable modules are reported and
+/// left out.
 pub fn system_prompt(context_dir: Option<&Path>) -> (String, Vec<String>) {
     let mut parts = vec![BUILT_IN_PROMPT.to_string()];
     let mut warnings = Vec::new();

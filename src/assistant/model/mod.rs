@@ -2,7 +2,7 @@
 //! calls, tool results), the one trait every provider client implements, and
 //! the choice of client. Each provider file turns the neutral conversation
 //! into its request and its server-sent events back into a `Reply`
-//! (issue 5, "Providers"; design.md, "Provider formats").
+//! (docs/providers.md).
 //!
 //! A client call is blocking; `stream_cancellable` runs it on its own thread
 //! so that Ctrl-C returns to the prompt at once, whatever the socket does,
