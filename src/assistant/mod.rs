@@ -11,8 +11,9 @@ use std::process::ExitCode;
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
+use self::render::Paint;
 use self::session::{sessions_dir, Session};
-use self::terminal::{Commands, Style};
+use self::terminal::Commands;
 use crate::config::{ApprovalMode, Config, Located};
 use crate::exit;
 use crate::host::cli::Ikigai;
@@ -151,7 +152,7 @@ pub fn main(
         policy,
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
-        let style = Style::for_stream(std::io::stderr().is_terminal());
+        let style = Paint::for_stream(std::io::stderr().is_terminal());
         eprintln!("{}", style.dim_yellow(&format!("warning: {note}")));
     }
     // Our bash copies its command's output to stderr as it runs, so the
@@ -165,7 +166,7 @@ pub fn main(
 /// Runs the assistant; the exit code says whether its messages were answered.
 pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
     let env = Env::from_process();
-    let style = Style::for_stream(std::io::stderr().is_terminal());
+    let style = Paint::for_stream(std::io::stderr().is_terminal());
     let choice = match keys::choose(
         options.provider.as_deref(),
         options.model.as_deref(),

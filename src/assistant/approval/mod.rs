@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::terminal::Style;
+use super::render::Paint;
 use rules::{Place, Rule};
 
 pub mod preview;
@@ -75,8 +75,8 @@ pub trait Prompter: Send {
     /// no answer (end of input, or `cancel` was set by Ctrl-C).
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String>;
     /// How to colour what is shown.
-    fn style(&self) -> Style {
-        Style::for_stream(false)
+    fn paint(&self) -> Paint {
+        Paint::for_stream(false)
     }
 }
 
@@ -188,8 +188,8 @@ impl Approval {
             .map(Rule::to_string)
             .collect::<Vec<_>>()
             .join(", ");
-        let style = prompter.style();
-        prompter.show(&preview::describe(tool, arguments, style));
+        let paint = prompter.paint();
+        prompter.show(&preview::describe(tool, arguments, paint));
         let question =
             format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
         loop {
@@ -201,7 +201,7 @@ impl Approval {
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Verdict::Run,
                 "a" | "always" => {
-                    prompter.show(&style.dim(&format!("Allowed for this session: {listed}")));
+                    prompter.show(&paint.dim(&format!("Allowed for this session: {listed}")));
                     self.session.extend(always);
                     return Verdict::Run;
                 }
@@ -266,13 +266,13 @@ fn always_rules(tool: &str, arguments: &Value) -> Vec<Rule> {
 /// The person at the terminal: questions on stderr, answers from stdin,
 /// read a line at a time so Ctrl-C (which sets `cancel`) is noticed.
 pub struct TerminalPrompter {
-    style: Style,
+    paint: Paint,
 }
 
 impl TerminalPrompter {
     pub fn new() -> TerminalPrompter {
         TerminalPrompter {
-            style: Style::for_stream(std::io::stderr().is_terminal()),
+            paint: Paint::for_stream(std::io::stderr().is_terminal()),
         }
     }
 }
@@ -291,7 +291,7 @@ impl Prompter for TerminalPrompter {
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String> {
         use std::io::Write;
         let mut err = std::io::stderr();
-        let _ = write!(err, "{}", self.style.bold(question));
+        let _ = write!(err, "{}", self.paint.bold(question));
         let _ = err.flush();
         let line = read_line(cancel);
         if line.is_none() {
@@ -300,8 +300,8 @@ impl Prompter for TerminalPrompter {
         line
     }
 
-    fn style(&self) -> Style {
-        self.style
+    fn paint(&self) -> Paint {
+        self.paint
     }
 }
 

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::super::render::diff::unified;
-use super::super::terminal::Style;
+use super::super::render::Paint;
 
 /// The most diff lines shown; the rest is counted.
 const MAX_DIFF_LINES: usize = 400;
@@ -14,12 +14,12 @@ const MAX_DIFF_LINES: usize = 400;
 const MAX_DIFF_BYTES: u64 = 1 << 20;
 
 /// The text shown above the question for a call of `tool`.
-pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
+pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
     let path = arguments["file_path"].as_str();
     match (tool, path) {
         ("bash", _) => {
             let command = arguments["command"].as_str().unwrap_or("");
-            format!("{} wants to run:\n{}", style.bold("bash"), indent(command))
+            format!("{} wants to run:\n{}", paint.bold("bash"), indent(command))
         }
         ("file_write", Some(path)) => {
             let new = arguments["content"].as_str().unwrap_or("");
@@ -29,26 +29,26 @@ pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
                 Err(e) => (Err(e), "overwrite"),
             };
             let shown = match old {
-                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, style),
+                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, paint),
                 Ok(_) => "  (too large to show a diff)".into(),
                 Err(e) => format!("  (no diff: {e})"),
             };
             format!(
                 "{} wants to {what} {path} ({} bytes):\n{shown}",
-                style.bold("file_write"),
+                paint.bold("file_write"),
                 new.len(),
             )
         }
         ("file_edit", Some(path)) => {
-            let head = format!("{} wants to edit {path}:", style.bold("file_edit"));
+            let head = format!("{} wants to edit {path}:", paint.bold("file_edit"));
             match edited(path, arguments) {
-                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, style)),
+                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, paint)),
                 Err(why) => format!("{head} {why}\n{}", indent(&pretty(arguments))),
             }
         }
         _ => format!(
             "{} wants to run with:\n{}",
-            style.bold(tool),
+            paint.bold(tool),
             indent(&pretty(arguments))
         ),
     }
@@ -93,8 +93,8 @@ fn read_small(path: &str) -> std::io::Result<String> {
 /// The unified diff the call would make, drawn as the terminal draws a
 /// change once it is done, so the person sees the same thing before and
 /// after.
-fn diff(old: &str, new: &str, style: Style) -> String {
-    match unified(old, new, style.paint(), "", MAX_DIFF_LINES) {
+fn diff(old: &str, new: &str, paint: Paint) -> String {
+    match unified(old, new, paint, "", MAX_DIFF_LINES) {
         Some(d) => d.text.trim_end_matches('\n').to_string(),
         None => "  (no change)".into(),
     }
@@ -116,8 +116,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plain() -> Style {
-        Style::for_stream(false)
+    fn plain() -> Paint {
+        Paint::for_stream(false)
     }
 
     #[test]
@@ -187,9 +187,9 @@ mod tests {
 
     #[test]
     fn colours_when_asked_and_other_tools_show_arguments() {
-        // Style follows NO_COLOR, which the person running the tests may set.
+        // Paint follows NO_COLOR, which the person running the tests may set.
         if std::env::var_os("NO_COLOR").is_none() {
-            let painted = diff("a\n", "b\n", Style::for_stream(true));
+            let painted = diff("a\n", "b\n", Paint::for_stream(true));
             assert!(painted.contains("\x1b[31m-a\x1b[0m"), "{painted:?}");
             assert!(painted.contains("\x1b[32m+b\x1b[0m"), "{painted:?}");
         }
