@@ -23,10 +23,7 @@ fn link_tools(home: &Path) {
 /// The stub provider over a home whose system tools are ours.
 fn stub(home: &Path) -> Run {
     link_tools(home);
-    ikigai(home)
-        .env_remove("IKIGAI_APPROVAL")
-        .env_remove("IKIGAI_CONFIG")
-        .args(["--provider", "stub"])
+    ikigai(home).args(["--provider", "stub"])
 }
 
 /// A home with its tool directories made.
