@@ -192,7 +192,7 @@ impl Conversation {
             told_left_out: Vec::new(),
             approval: Approval::run_all(),
             model_output: DEFAULT_MODEL_OUTPUT,
-            outputs: Outputs::new(None),
+            outputs: Outputs::default(),
             one_shot: false,
         }
     }
@@ -709,15 +709,17 @@ impl Conversation {
         for event in &outcome.events {
             ui.event(event);
         }
-        if let Log::Open { session, .. } = &self.log {
-            self.outputs.set_dir(session.path().with_extension(""));
-        }
+        // Beside the session's log when there is one: `ID.jsonl`, `ID/`.
+        let beside = match &self.log {
+            Log::Open { session, .. } => Some(session.path().with_extension("")),
+            _ => None,
+        };
         let outputs = &mut self.outputs;
         let envelope = for_model::envelope(
             &call.name,
             outcome.to_json(),
             self.model_output,
-            &mut |what, text| outputs.save(&call.id, what, text.as_bytes()),
+            &mut |what, text| outputs.save(beside.as_deref(), &call.id, what, text.as_bytes()),
         );
         self.log(
             Entry::ToolResult {
