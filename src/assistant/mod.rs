@@ -14,7 +14,7 @@ use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
-use crate::config::{ApprovalMode, Config, Located};
+use crate::config::{Config, Located};
 use crate::exit;
 use crate::host::cli::Ikigai;
 use crate::host::settings::Settings;
@@ -78,10 +78,7 @@ impl Policy {
             (None, Some(mode)) => {
                 Some(Mode::parse(mode).map_err(|e| format!("IKIGAI_APPROVAL: {e}"))?)
             }
-            (None, None) => config.approval.map(|m| match m {
-                ApprovalMode::Ask => Mode::Ask,
-                ApprovalMode::Auto => Mode::Auto,
-            }),
+            (None, None) => config.approval,
         };
         let file = config
             .path

@@ -30,12 +30,9 @@ pub mod preview;
 pub mod rules;
 pub mod shell;
 
-/// `--approval`, `IKIGAI_APPROVAL`, config `approval`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Ask,
-    Auto,
-}
+/// `--approval`, `IKIGAI_APPROVAL`, config `approval`: one type, which
+/// the config file reads (the file may not know the assistant).
+pub use crate::config::ApprovalMode as Mode;
 
 impl Mode {
     pub fn parse(text: &str) -> Result<Mode, String> {
