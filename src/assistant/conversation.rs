@@ -681,8 +681,9 @@ impl Conversation {
                 };
                 let call = &calls[index];
                 // A call that failed inside the sandbox may, if the person
-                // says so at the prompt, run again outside it.
-                if outcome.sandbox.is_some() {
+                // says so at the prompt, run again outside it; not one the
+                // person has just interrupted.
+                if outcome.sandbox.is_some() && !cancel.load(Ordering::SeqCst) {
                     let why = short_outcome(&outcome, 200).1;
                     if self
                         .approval
@@ -1058,13 +1059,19 @@ mod tests {
                     Envelope::refused(Failure::Tool("AUTH_MISSING".into()), "no key"),
                     vec![json!({"kind": "config_required", "message": "set KEY"})],
                 ),
-                "fenced" => CallOutcome {
-                    sandbox: Some(json!({"mode": "workspace-write", "network": false})),
-                    ..CallOutcome::new(
-                        Envelope::refused(Failure::Tool("EXIT".into()), "Permission denied"),
-                        vec![],
-                    )
-                },
+                "fenced" => {
+                    if arguments["interrupt"] == json!(true) {
+                        // The person presses Ctrl-C while it runs.
+                        cancel.expect("a cancel flag").store(true, Ordering::SeqCst);
+                    }
+                    CallOutcome {
+                        sandbox: Some(json!({"mode": "workspace-write", "network": false})),
+                        ..CallOutcome::new(
+                            Envelope::refused(Failure::Tool("EXIT".into()), "Permission denied"),
+                            vec![],
+                        )
+                    }
+                }
                 "forever" => {
                     let cancel = cancel.expect("a cancel flag");
                     while !cancel.load(Ordering::SeqCst) {
@@ -1455,6 +1462,22 @@ mod tests {
                 assert_eq!(results[0].envelope["sandbox"]["mode"], "workspace-write");
             }
         }
+    }
+
+    #[test]
+    fn an_interrupted_call_is_not_offered_a_run_outside_the_sandbox() {
+        let model = Scripted::new(vec![calls(vec![call(
+            "a",
+            "fenced",
+            json!({"interrupt": true}),
+        )])]);
+        let person = Person::answering(&["y"]);
+        let h = host();
+        let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+        let end = c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::Cancelled);
+        assert_eq!(*h.calls.lock().unwrap(), ["fenced"]);
+        assert!(person.seen().is_empty(), "{:?}", person.seen());
     }
 
     #[test]
