@@ -91,8 +91,9 @@ pub trait ToolHost: Sync {
     ) -> CallOutcome {
         self.call(name, arguments, cancel)
     }
-    /// True when the kernel cannot fence calls as the settings ask: every
-    /// call that is not read-only then needs approval.
+    /// True when the kernel cannot fence calls as the settings ask: in
+    /// `ask` mode every call that is not read-only is then asked, whatever
+    /// the allow rules say.
     fn unsandboxed(&self) -> bool {
         false
     }

@@ -3,15 +3,15 @@
 //! file as it is now (coloured when the terminal allows), for any other
 //! tool its arguments. Reads the file; writes nothing.
 
+use std::path::Path;
+
 use serde_json::Value;
 
-use super::super::render::diff::unified;
+use super::super::render::diff::{read_text, unified, MAX_FILE_BYTES};
 use super::super::render::Paint;
 
 /// The most diff lines shown; the rest is counted.
 const MAX_DIFF_LINES: usize = 400;
-/// Files larger than this are not diffed: the question must come at once.
-const MAX_DIFF_BYTES: u64 = 1 << 20;
 
 /// The text shown above the question for a call of `tool`.
 pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
@@ -23,13 +23,13 @@ pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
         }
         ("file_write", Some(path)) => {
             let new = arguments["content"].as_str().unwrap_or("");
-            let (old, what) = match read_small(path) {
+            let (old, what) = match read_text(Path::new(path)) {
                 Ok(text) => (Ok(text), "overwrite"),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Ok(String::new()), "create"),
                 Err(e) => (Err(e), "overwrite"),
             };
             let shown = match old {
-                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, paint),
+                Ok(old) if new.len() as u64 <= MAX_FILE_BYTES => diff(&old, new, paint),
                 Ok(_) => "  (too large to show a diff)".into(),
                 Err(e) => format!("  (no diff: {e})"),
             };
@@ -59,7 +59,7 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
     let old_string = arguments["old_string"].as_str().unwrap_or("");
     let new_string = arguments["new_string"].as_str().unwrap_or("");
     let all = arguments["replace_all"].as_bool().unwrap_or(false);
-    let old = read_small(path).map_err(|e| format!("(no diff: {e})"))?;
+    let old = read_text(Path::new(path)).map_err(|e| format!("(no diff: {e})"))?;
     if old_string.is_empty() {
         return Err("(old_string is empty; the edit will fail)".into());
     }
@@ -77,17 +77,6 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
             Ok((old, new))
         }
     }
-}
-
-/// The file as text, unless it is larger than a diff is worth.
-fn read_small(path: &str) -> std::io::Result<String> {
-    let size = std::fs::metadata(path)?.len();
-    if size > MAX_DIFF_BYTES {
-        return Err(std::io::Error::other(format!(
-            "the file is {size} bytes, too large to show a diff"
-        )));
-    }
-    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
 }
 
 /// The unified diff the call would make, drawn as the terminal draws a
@@ -171,7 +160,7 @@ mod tests {
         );
         assert!(edit("missing", false).contains("old_string is not in the file"));
         let big = dir.path().join("big");
-        std::fs::write(&big, vec![b'x'; (MAX_DIFF_BYTES + 1) as usize]).unwrap();
+        std::fs::write(&big, vec![b'x'; (MAX_FILE_BYTES + 1) as usize]).unwrap();
         let text = describe(
             "file_write",
             &json!({"file_path": big.to_str().unwrap(), "content": ""}),
