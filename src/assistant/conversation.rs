@@ -681,10 +681,10 @@ impl Conversation {
                     Progress::Done(index, outcome) => (index, *outcome),
                 };
                 let call = &calls[index];
-                // A call that failed inside the sandbox may, if the person
-                // says so at the prompt, run again outside it; not one the
+                // A call the fence may have stopped can, if the person says
+                // so at the prompt, run again outside it; not one the
                 // person has just interrupted.
-                if outcome.sandbox.is_some() && !cancel.load(Ordering::SeqCst) {
+                if fence_may_be_why(&outcome) && !cancel.load(Ordering::SeqCst) {
                     let why = short_outcome(&outcome, 200).1;
                     if self
                         .approval
@@ -828,6 +828,27 @@ impl Conversation {
         }
         session.append(entry)
     }
+}
+
+/// Whether a failed call ran in the sandbox and its answer shows the
+/// fence's refusal: Landlock and the socket filter both fail with EACCES,
+/// which tools print as "Permission denied" (our file tools answer
+/// `PERMISSION_DENIED`). Any other failure (a test that fails, a grep that
+/// finds nothing) would fail outside the sandbox too, and asking after each
+/// would teach the person to say yes without reading.
+fn fence_may_be_why(outcome: &CallOutcome) -> bool {
+    if outcome.sandbox.is_none() {
+        return false;
+    }
+    let text = outcome.envelope.to_json().to_string().to_ascii_lowercase();
+    [
+        "permission denied",
+        "permission_denied",
+        "os error 13",
+        "read-only file system",
+    ]
+    .iter()
+    .any(|sign| text.contains(sign))
 }
 
 /// " of N tokens" when the client knows its limit.
@@ -998,8 +1019,9 @@ mod tests {
 
     /// Tools `echo` (answers its arguments), `slow` (sleeps `ms`, answers
     /// `n`), `needs_key` (reports a config_required event), `forever`
-    /// (waits for cancel) and `fenced` (fails inside the sandbox, works
-    /// outside it).
+    /// (waits for cancel) and `fenced` (fails inside the sandbox with
+    /// `error`, by default the fence's "Permission denied"; works outside
+    /// it).
     struct FakeHost {
         calls: Mutex<Vec<String>>,
         /// What `unsandboxed` answers.
@@ -1065,10 +1087,11 @@ mod tests {
                         // The person presses Ctrl-C while it runs.
                         cancel.expect("a cancel flag").store(true, Ordering::SeqCst);
                     }
+                    let error = arguments["error"].as_str().unwrap_or("Permission denied");
                     CallOutcome {
                         sandbox: Some(json!({"mode": "workspace-write", "network": false})),
                         ..CallOutcome::new(
-                            Envelope::refused(Failure::Tool("EXIT".into()), "Permission denied"),
+                            Envelope::refused(Failure::Tool("EXIT".into()), error),
                             vec![],
                         )
                     }
@@ -1463,6 +1486,25 @@ mod tests {
                 assert_eq!(results[0].envelope["sandbox"]["mode"], "workspace-write");
             }
         }
+    }
+
+    #[test]
+    fn a_failure_the_fence_did_not_cause_is_not_offered_a_run_outside_it() {
+        let model = Scripted::new(vec![
+            calls(vec![call(
+                "a",
+                "fenced",
+                json!({"error": "3 tests failed"}),
+            )]),
+            text("ok"),
+        ]);
+        let person = Person::answering(&["y"]);
+        let h = host();
+        let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+        c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(*h.calls.lock().unwrap(), ["fenced"]);
+        assert!(person.seen().is_empty(), "{:?}", person.seen());
+        assert_eq!(last_results(&model)[0].envelope["error"], "3 tests failed");
     }
 
     #[test]
