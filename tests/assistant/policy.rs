@@ -618,3 +618,29 @@ fn at_a_terminal_ctrl_c_at_the_question_runs_nothing() {
     assert!(screen.contains("Cancelled by you"), "{screen}");
     assert!(!home.path().join("made.txt").exists());
 }
+
+#[test]
+fn at_a_terminal_a_write_the_sandbox_refused_runs_again_outside_it_on_y() {
+    if tmux_missing() || crate::sandbox::landlock().is_none() {
+        return;
+    }
+    let home = home();
+    link_tools(home.path());
+    // Outside the workspace (the home) and outside /tmp, which the sandbox
+    // lets every call write.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("f.txt");
+    let command = format!("echo hi > {}", target.display());
+    let msg = message(&[("bash", json!({ "command": command }))]);
+    let t = Tmux::start(home.path(), &["--allow", "bash", "-p", &msg]);
+    let screen = t.expect("Run it again outside the sandbox? y / n:", 1);
+    assert!(
+        screen.contains("bash failed inside the sandbox:"),
+        "{screen}"
+    );
+    assert!(screen.contains("Permission denied"), "{screen}");
+    assert!(!target.exists(), "the sandbox let the write through");
+    t.keys(&["y", "Enter"]);
+    t.expect("[exit 0]", 1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi\n");
+}

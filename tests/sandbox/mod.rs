@@ -21,7 +21,7 @@ use crate::host::{Dirs, Pid};
 
 /// The kernel's Landlock ABI, asked of the kernel; None (with the reason
 /// printed) when it has none, and the test should not assert.
-fn landlock() -> Option<i64> {
+pub(crate) fn landlock() -> Option<i64> {
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
     let abi = unsafe {
         libc::syscall(
