@@ -684,8 +684,8 @@ impl Conversation {
                 // A call the fence may have stopped can, if the person says
                 // so at the prompt, run again outside it; not one the
                 // person has just interrupted.
-                if fence_may_be_why(&outcome) && !cancel.load(Ordering::SeqCst) {
-                    let why = short_outcome(&outcome, 200).1;
+                let refusal = fence_refusal(&outcome).filter(|_| !cancel.load(Ordering::SeqCst));
+                if let Some(why) = refusal {
                     if self
                         .approval
                         .rerun_outside_sandbox(&call.name, &why, cancel)
@@ -830,25 +830,41 @@ impl Conversation {
     }
 }
 
-/// Whether a failed call ran in the sandbox and its answer shows the
-/// fence's refusal: Landlock and the socket filter both fail with EACCES,
-/// which tools print as "Permission denied" (our file tools answer
+/// The line of a failed sandboxed call's answer that shows the fence's
+/// refusal, if one does: Landlock and the socket filter both fail with
+/// EACCES, which tools print as "Permission denied" (our file tools answer
 /// `PERMISSION_DENIED`). Any other failure (a test that fails, a grep that
 /// finds nothing) would fail outside the sandbox too, and asking after each
 /// would teach the person to say yes without reading.
-fn fence_may_be_why(outcome: &CallOutcome) -> bool {
-    if outcome.sandbox.is_none() {
-        return false;
-    }
-    let text = outcome.envelope.to_json().to_string().to_ascii_lowercase();
-    [
+fn fence_refusal(outcome: &CallOutcome) -> Option<String> {
+    const SIGNS: [&str; 4] = [
         "permission denied",
         "permission_denied",
         "os error 13",
         "read-only file system",
-    ]
-    .iter()
-    .any(|sign| text.contains(sign))
+    ];
+    outcome.sandbox.as_ref()?;
+    let envelope = outcome.envelope.to_json();
+    let mut texts = Vec::new();
+    strings(&envelope, &mut texts);
+    texts
+        .iter()
+        .flat_map(|text| text.lines())
+        .find(|line| {
+            let line = line.to_ascii_lowercase();
+            SIGNS.iter().any(|sign| line.contains(sign))
+        })
+        .map(|line| clip(line.trim(), 200))
+}
+
+/// Every string in `value`, keys left out.
+fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
 }
 
 /// " of N tokens" when the client knows its limit.
@@ -1475,7 +1491,7 @@ mod tests {
             assert_eq!(
                 person.seen(),
                 [
-                    "fenced failed inside the sandbox: EXIT: Permission denied",
+                    "fenced failed inside the sandbox: Permission denied",
                     "Run it again outside the sandbox? y / n: "
                 ]
             );
@@ -1505,6 +1521,32 @@ mod tests {
         assert_eq!(*h.calls.lock().unwrap(), ["fenced"]);
         assert!(person.seen().is_empty(), "{:?}", person.seen());
         assert_eq!(last_results(&model)[0].envelope["error"], "3 tests failed");
+    }
+
+    #[test]
+    fn the_fences_refusal_is_the_line_that_shows_it() {
+        let fenced = |result: Value| CallOutcome {
+            sandbox: Some(json!({"mode": "workspace-write"})),
+            ..CallOutcome::new(
+                Envelope::Success {
+                    result,
+                    truncated: None,
+                },
+                vec![],
+            )
+        };
+        let denied = json!({"output": "making\nsh: 1: cannot create /x: Permission denied\n", "exit_code": 2});
+        assert_eq!(
+            fence_refusal(&fenced(denied.clone())).as_deref(),
+            Some("sh: 1: cannot create /x: Permission denied")
+        );
+        let failed = json!({"output": "test a ... FAILED\n", "exit_code": 101});
+        assert_eq!(fence_refusal(&fenced(failed)), None);
+        let unfenced = CallOutcome {
+            sandbox: None,
+            ..fenced(denied)
+        };
+        assert_eq!(fence_refusal(&unfenced), None);
     }
 
     #[test]
