@@ -70,6 +70,7 @@ pub struct ToolConfig {
     pub env: Vec<String>,
 }
 
+/// How the assistant approves calls (`approval::Mode` there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalMode {

@@ -1,4 +1,4 @@
-//! The slash commands a person types (host-architecture.md, "Commands"):
+//! The slash commands a person types (docs/assistant.md, "Commands"):
 //! `/tool`, `/tool NAME`, `/refresh`, `/help`, `/quit`, kept in one table,
 //! and the names of the commands that work on the conversation (`/clear`,
 //! `/compact`, `/model`, `/sessions`, `/resume`, `/cost`), which the

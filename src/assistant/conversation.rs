@@ -1,11 +1,13 @@
-//! The conversation loop (issue 5, "The loop"): a message goes to the model
-//! with the conversation so far, the system prompt and the host's tools;
-//! tool calls in the reply are approved (`approval`) and run through the
-//! host, consecutive read-only calls at once and every other call alone, in
-//! the model's order (`schedule`), and their envelopes, cut to what the
-//! model should read (`for_model`), go back in that order; this repeats
-//! until the model answers with text, for at most `--max-tool-rounds`
-//! rounds. Every step is written to the session log as it happens. A
+//! The conversation loop: a message goes to the model with the
+//! conversation so far, the system prompt and the host's tools; tool calls
+//! in the reply are approved (`approval`) and run through the host,
+//! consecutive read-only calls at once and every other call alone, in the
+//! model's order (`schedule`), and their envelopes, cut to what the model
+//! should read (`for_model`), go back in that order; this repeats until the
+//! model answers with text, for at most `--max-tool-rounds` rounds. A
+//! running call's output reaches the person as the tool writes it; a call
+//! that failed inside the sandbox may run again outside it when the person
+//! says so. Every step is written to the session log as it happens. A
 //! provider error is shown and leaves the conversation as it was, so the
 //! next message goes on.
 //!
@@ -89,8 +91,9 @@ pub trait ToolHost: Sync {
     ) -> CallOutcome {
         self.call(name, arguments, cancel)
     }
-    /// True when the kernel cannot fence calls as the settings ask: every
-    /// call that is not read-only then needs approval.
+    /// True when the kernel cannot fence calls as the settings ask: in
+    /// `ask` mode every call that is not read-only is then asked, whatever
+    /// the allow rules say.
     fn unsandboxed(&self) -> bool {
         false
     }
@@ -190,7 +193,7 @@ impl Conversation {
             told_left_out: Vec::new(),
             approval: Approval::run_all(),
             model_output: DEFAULT_MODEL_OUTPUT,
-            outputs: Outputs::new(None),
+            outputs: Outputs::default(),
             one_shot: false,
         }
     }
@@ -402,9 +405,6 @@ impl Conversation {
                 cancel,
             );
             ui.end_text();
-            if let Ok(Some(usage)) = result.as_ref().map(|r| r.usage) {
-                ui.usage(&usage);
-            }
             let reply = match result {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -486,10 +486,9 @@ impl Conversation {
             if tool_calls.is_empty() {
                 return TurnEnd::Answered;
             }
-            let calls = tool_calls;
             if rounds == self.max_tool_rounds {
                 let limit = self.max_tool_rounds;
-                let results = calls
+                let results = tool_calls
                     .iter()
                     .map(|c| ToolResult {
                         call_id: c.id.clone(),
@@ -528,7 +527,7 @@ impl Conversation {
                 client.tool_format(),
                 ToolFormat::OpenAiChat | ToolFormat::OpenAiResponses
             );
-            let results = self.run_calls(&calls, preset, strict, host, ui, cancel);
+            let results = self.run_calls(&tool_calls, preset, strict, host, ui, cancel);
             self.messages.push(Message::Tool { results });
             if cancel.load(Ordering::SeqCst) {
                 let text = "Cancelled by you: the running tools were stopped; the model is told, \
@@ -559,6 +558,20 @@ impl Conversation {
         cancel: &AtomicBool,
     ) -> Vec<ToolResult> {
         let read_only: Vec<bool> = calls.iter().map(|c| host.read_only(&c.name)).collect();
+        // What each call runs with: under strict mode, without the optional
+        // parameters the model set to null.
+        let arguments: Vec<Value> = calls
+            .iter()
+            .map(|call| match host.parameters(&call.name) {
+                Some(params) if strict && strict::parameters(&params).is_some() => {
+                    strict::without_optional_nulls(&params, &call.arguments)
+                }
+                _ => call.arguments.clone(),
+            })
+            .collect();
+        // Uncontained calls are asked more often; the host knows whether
+        // the kernel can fence them.
+        self.approval.unsandboxed = host.unsandboxed();
         let mut envelopes: Vec<Option<Value>> = vec![None; calls.len()];
         let mut preset = preset;
         for batch in schedule::batches(&read_only) {
@@ -573,8 +586,6 @@ impl Conversation {
                         Failure::Cancelled,
                         format!("Tool '{}' was not run: the user interrupted", call.name),
                     ))
-                } else if !call.arguments.is_object() {
-                    None // the host answers INVALID_PARAMS; nothing to approve
                 } else {
                     match self
                         .approval
@@ -592,7 +603,15 @@ impl Conversation {
                     None => approved.push(index),
                 }
             }
-            self.run_together(&approved, calls, strict, host, ui, cancel, &mut envelopes);
+            self.run_together(
+                &approved,
+                calls,
+                &arguments,
+                host,
+                ui,
+                cancel,
+                &mut envelopes,
+            );
         }
         calls
             .iter()
@@ -612,13 +631,14 @@ impl Conversation {
             .collect()
     }
 
-    /// Runs the calls at `indices` at once and finishes each as it ends.
+    /// Runs the calls at `indices` (with `arguments`) at once and finishes
+    /// each as it ends.
     #[allow(clippy::too_many_arguments)]
     fn run_together(
         &mut self,
         indices: &[usize],
         calls: &[ToolCall],
-        strict: bool,
+        arguments: &[Value],
         host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
@@ -627,17 +647,6 @@ impl Conversation {
         if indices.is_empty() {
             return;
         }
-        // What each call runs with: under strict mode, without the optional
-        // parameters the model set to null.
-        let arguments: Vec<Value> = calls
-            .iter()
-            .map(|call| match host.parameters(&call.name) {
-                Some(params) if strict && strict::parameters(&params).is_some() => {
-                    strict::without_optional_nulls(&params, &call.arguments)
-                }
-                _ => call.arguments.clone(),
-            })
-            .collect();
         std::thread::scope(|scope| {
             enum Progress {
                 Output(usize, Vec<u8>),
@@ -672,14 +681,16 @@ impl Conversation {
                     Progress::Done(index, outcome) => (index, *outcome),
                 };
                 let call = &calls[index];
-                // A call that failed inside the sandbox may, if the person
-                // says so at the prompt, run again outside it.
-                if outcome.sandbox.is_some() {
-                    let why = short_outcome(&outcome, 200).1;
+                // A call the fence may have stopped can, if the person says
+                // so at the prompt, run again outside it; not one the
+                // person has just interrupted.
+                let refusal = fence_refusal(&outcome).filter(|_| !cancel.load(Ordering::SeqCst));
+                if let Some(why) = refusal {
                     if self
                         .approval
                         .rerun_outside_sandbox(&call.name, &why, cancel)
                     {
+                        ui.waiting(&format!("running {} outside the sandbox", call.name));
                         outcome =
                             host.call_unsandboxed(&call.name, &arguments[index], Some(cancel));
                     }
@@ -700,15 +711,17 @@ impl Conversation {
         for event in &outcome.events {
             ui.event(event);
         }
-        if let Log::Open { session, .. } = &self.log {
-            self.outputs.set_dir(session.path().with_extension(""));
-        }
+        // Beside the session's log when there is one: `ID.jsonl`, `ID/`.
+        let beside = match &self.log {
+            Log::Open { session, .. } => Some(session.path().with_extension("")),
+            _ => None,
+        };
         let outputs = &mut self.outputs;
         let envelope = for_model::envelope(
             &call.name,
             outcome.to_json(),
             self.model_output,
-            &mut |what, text| outputs.save(&call.id, what, text.as_bytes()),
+            &mut |what, text| outputs.save(beside.as_deref(), &call.id, what, text.as_bytes()),
         );
         self.log(
             Entry::ToolResult {
@@ -817,6 +830,43 @@ impl Conversation {
     }
 }
 
+/// The line of a failed sandboxed call's answer that shows the fence's
+/// refusal, if one does: Landlock and the socket filter both fail with
+/// EACCES, which tools print as "Permission denied" (our file tools answer
+/// `PERMISSION_DENIED`). Any other failure (a test that fails, a grep that
+/// finds nothing) would fail outside the sandbox too, and asking after each
+/// would teach the person to say yes without reading.
+fn fence_refusal(outcome: &CallOutcome) -> Option<String> {
+    const SIGNS: [&str; 4] = [
+        "permission denied",
+        "permission_denied",
+        "os error 13",
+        "read-only file system",
+    ];
+    outcome.sandbox.as_ref()?;
+    let envelope = outcome.envelope.to_json();
+    let mut texts = Vec::new();
+    strings(&envelope, &mut texts);
+    texts
+        .iter()
+        .flat_map(|text| text.lines())
+        .find(|line| {
+            let line = line.to_ascii_lowercase();
+            SIGNS.iter().any(|sign| line.contains(sign))
+        })
+        .map(|line| clip(line.trim(), 200))
+}
+
+/// Every string in `value`, keys left out.
+fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
 /// " of N tokens" when the client knows its limit.
 fn limit_words(client: &dyn ModelClient) -> String {
     client
@@ -840,8 +890,9 @@ fn cut_envelope(call: &ToolCall, client: &dyn ModelClient) -> Envelope {
 }
 
 /// The system prompt: the built-in one, then every `*.md` in `context_dir`
-/// in alphabetical order, joined with `---` (shellclaw-interface.md,
-/// "Context modules"). Unreadable modules are reported and left out.
+/// in alphabetical order, joined with `---`, so a person can add standing
+/// instructions one file at a time. Unreadable modules are reported and
+/// left out.
 pub fn system_prompt(context_dir: Option<&Path>) -> (String, Vec<String>) {
     let mut parts = vec![BUILT_IN_PROMPT.to_string()];
     let mut warnings = Vec::new();
@@ -923,6 +974,7 @@ fn short_value(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assistant::approval::{rules::Rule, Mode, Prompter, Sourced};
     use crate::assistant::model::Reply;
     use std::collections::VecDeque;
     use std::sync::Mutex;
@@ -982,10 +1034,14 @@ mod tests {
     }
 
     /// Tools `echo` (answers its arguments), `slow` (sleeps `ms`, answers
-    /// `n`), `needs_key` (reports a config_required event) and `forever`
-    /// (waits for cancel).
+    /// `n`), `needs_key` (reports a config_required event), `forever`
+    /// (waits for cancel) and `fenced` (fails inside the sandbox with
+    /// `error`, by default the fence's "Permission denied"; works outside
+    /// it).
     struct FakeHost {
         calls: Mutex<Vec<String>>,
+        /// What `unsandboxed` answers.
+        unsandboxed: bool,
     }
 
     impl ToolHost for FakeHost {
@@ -1002,6 +1058,22 @@ mod tests {
 
         fn read_only(&self, name: &str) -> bool {
             name == "slow"
+        }
+        fn unsandboxed(&self) -> bool {
+            self.unsandboxed
+        }
+        fn call_unsandboxed(&self, name: &str, _: &Value, _: Option<&AtomicBool>) -> CallOutcome {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("{name} unsandboxed"));
+            CallOutcome::new(
+                Envelope::Success {
+                    result: json!({"outside": true}),
+                    truncated: None,
+                },
+                vec![],
+            )
         }
         fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
             self.calls.lock().unwrap().push(name.to_string());
@@ -1026,6 +1098,20 @@ mod tests {
                     Envelope::refused(Failure::Tool("AUTH_MISSING".into()), "no key"),
                     vec![json!({"kind": "config_required", "message": "set KEY"})],
                 ),
+                "fenced" => {
+                    if arguments["interrupt"] == json!(true) {
+                        // The person presses Ctrl-C while it runs.
+                        cancel.expect("a cancel flag").store(true, Ordering::SeqCst);
+                    }
+                    let error = arguments["error"].as_str().unwrap_or("Permission denied");
+                    CallOutcome {
+                        sandbox: Some(json!({"mode": "workspace-write", "network": false})),
+                        ..CallOutcome::new(
+                            Envelope::refused(Failure::Tool("EXIT".into()), error),
+                            vec![],
+                        )
+                    }
+                }
                 "forever" => {
                     let cancel = cancel.expect("a cancel flag");
                     while !cancel.load(Ordering::SeqCst) {
@@ -1104,7 +1190,50 @@ mod tests {
     fn host() -> FakeHost {
         FakeHost {
             calls: Mutex::new(vec![]),
+            unsandboxed: false,
         }
+    }
+
+    /// The person at the prompt: answers from a script, keeps what it was
+    /// shown and asked.
+    #[derive(Clone, Default)]
+    struct Person {
+        answers: Arc<Mutex<VecDeque<&'static str>>>,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Person {
+        fn answering(answers: &[&'static str]) -> Person {
+            Person {
+                answers: Arc::new(Mutex::new(answers.iter().copied().collect())),
+                seen: Arc::default(),
+            }
+        }
+        fn seen(&self) -> Vec<String> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl Prompter for Person {
+        fn show(&mut self, text: &str) {
+            self.seen.lock().unwrap().push(text.to_string());
+        }
+        fn answer(&mut self, question: &str, _: &AtomicBool) -> Option<String> {
+            self.seen.lock().unwrap().push(question.to_string());
+            self.answers.lock().unwrap().pop_front().map(str::to_string)
+        }
+    }
+
+    /// `ask` mode with the allow rules `allow`, asking `person`.
+    fn asking(allow: &[&str], person: &Person) -> Approval {
+        let allow = allow
+            .iter()
+            .map(|r| Sourced {
+                rule: Rule::parse(r).unwrap(),
+                from: "--allow".into(),
+            })
+            .collect();
+        Approval::new(Mode::Ask, allow, vec![], Some(Box::new(person.clone())))
     }
 
     fn conversation(model: &Arc<Scripted>, rounds: usize) -> Conversation {
@@ -1185,11 +1314,9 @@ mod tests {
             TurnEnd::Answered
         );
         assert!(h.calls.lock().unwrap().is_empty(), "a cut call ran");
-        assert!(
-            ui.0.contains(&"usage 3 in, 100 out".to_string()),
-            "{:?}",
-            ui.0
-        );
+        // Counted once: the status line and the cost add up what they get.
+        let usage: Vec<_> = ui.0.iter().filter(|l| l.starts_with("usage")).collect();
+        assert_eq!(usage, ["usage 3 in, 100 out"]);
         assert!(
             ui.0.contains(&"notice [cut: the reply reached the output limit of 100 tokens; --max-output-tokens raises it]".to_string()),
             "{:?}",
@@ -1342,8 +1469,135 @@ mod tests {
     }
 
     #[test]
+    fn a_call_that_failed_in_the_sandbox_runs_again_outside_it_when_the_person_says_y() {
+        for (answer, ran, seen) in [
+            (
+                "y",
+                vec!["fenced", "fenced unsandboxed"],
+                json!({"outside": true}),
+            ),
+            ("n", vec!["fenced"], Value::Null),
+        ] {
+            let model = Scripted::new(vec![
+                calls(vec![call("a", "fenced", json!({}))]),
+                text("ok"),
+            ]);
+            let person = Person::answering(&[answer]);
+            let h = host();
+            let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+            let end = c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+            assert_eq!(end, TurnEnd::Answered);
+            assert_eq!(*h.calls.lock().unwrap(), ran, "answer {answer}");
+            assert_eq!(
+                person.seen(),
+                [
+                    "fenced failed inside the sandbox: Permission denied",
+                    "Run it again outside the sandbox? y / n: "
+                ]
+            );
+            let results = last_results(&model);
+            assert_eq!(results[0].envelope["result"], seen, "answer {answer}");
+            if answer == "n" {
+                // The model learns the sandbox may be why.
+                assert_eq!(results[0].envelope["sandbox"]["mode"], "workspace-write");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failure_the_fence_did_not_cause_is_not_offered_a_run_outside_it() {
+        let model = Scripted::new(vec![
+            calls(vec![call(
+                "a",
+                "fenced",
+                json!({"error": "3 tests failed"}),
+            )]),
+            text("ok"),
+        ]);
+        let person = Person::answering(&["y"]);
+        let h = host();
+        let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+        c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(*h.calls.lock().unwrap(), ["fenced"]);
+        assert!(person.seen().is_empty(), "{:?}", person.seen());
+        assert_eq!(last_results(&model)[0].envelope["error"], "3 tests failed");
+    }
+
+    #[test]
+    fn the_fences_refusal_is_the_line_that_shows_it() {
+        let fenced = |result: Value| CallOutcome {
+            sandbox: Some(json!({"mode": "workspace-write"})),
+            ..CallOutcome::new(
+                Envelope::Success {
+                    result,
+                    truncated: None,
+                },
+                vec![],
+            )
+        };
+        let denied = json!({"output": "making\nsh: 1: cannot create /x: Permission denied\n", "exit_code": 2});
+        assert_eq!(
+            fence_refusal(&fenced(denied.clone())).as_deref(),
+            Some("sh: 1: cannot create /x: Permission denied")
+        );
+        let failed = json!({"output": "test a ... FAILED\n", "exit_code": 101});
+        assert_eq!(fence_refusal(&fenced(failed)), None);
+        let unfenced = CallOutcome {
+            sandbox: None,
+            ..fenced(denied)
+        };
+        assert_eq!(fence_refusal(&unfenced), None);
+    }
+
+    #[test]
+    fn an_interrupted_call_is_not_offered_a_run_outside_the_sandbox() {
+        let model = Scripted::new(vec![calls(vec![call(
+            "a",
+            "fenced",
+            json!({"interrupt": true}),
+        )])]);
+        let person = Person::answering(&["y"]);
+        let h = host();
+        let mut c = conversation(&model, 25).with_approval(asking(&["fenced"], &person));
+        let end = c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+        assert_eq!(end, TurnEnd::Cancelled);
+        assert_eq!(*h.calls.lock().unwrap(), ["fenced"]);
+        assert!(person.seen().is_empty(), "{:?}", person.seen());
+    }
+
+    #[test]
+    fn without_the_sandbox_what_the_rules_allow_is_asked_all_the_same() {
+        for unsandboxed in [false, true] {
+            let model = Scripted::new(vec![
+                calls(vec![
+                    call("a", "echo", json!({"x": 1})),
+                    call("b", "slow", json!({"n": 2})),
+                ]),
+                text("ok"),
+            ]);
+            let person = Person::answering(&["n", ""]);
+            let h = FakeHost {
+                unsandboxed,
+                ..host()
+            };
+            let mut c = conversation(&model, 25).with_approval(asking(&["echo"], &person));
+            c.send("go", &h, &mut Record::default(), &AtomicBool::new(false));
+            let results = last_results(&model);
+            // The read-only call runs unasked either way.
+            assert_eq!(results[1].envelope["result"]["n"], 2);
+            if unsandboxed {
+                assert_eq!(*h.calls.lock().unwrap(), ["slow"]);
+                assert!(person.seen()[0].starts_with("echo wants to run with:"));
+                assert_eq!(results[0].envelope["error_code"], "PERMISSION_DENIED");
+            } else {
+                assert_eq!(*h.calls.lock().unwrap(), ["echo", "slow"]);
+                assert!(person.seen().is_empty(), "{:?}", person.seen());
+            }
+        }
+    }
+
+    #[test]
     fn a_denied_call_tells_the_model_who_refused_and_the_turn_goes_on() {
-        use crate::assistant::approval::{rules::Rule, Mode, Sourced};
         let model = Scripted::new(vec![
             calls(vec![
                 call("a", "echo", json!({"x": 1})),

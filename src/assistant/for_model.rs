@@ -11,9 +11,9 @@
 //! The files go in a directory of the session (mode 0700, files 0600: they
 //! may hold anything a command printed).
 
-use std::fs::{DirBuilder, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -21,30 +21,19 @@ use serde_json::Value;
 /// The default of `--model-output`.
 pub const DEFAULT_MODEL_OUTPUT: usize = 32 << 10;
 
-/// Where whole outputs are saved: the session's directory, made when the
-/// first output needs it.
-#[derive(Debug)]
+/// Where whole outputs are saved: the session's directory when the
+/// conversation is logged, else a private temporary directory made when
+/// the first output needs it and removed when the assistant ends.
+#[derive(Debug, Default)]
 pub struct Outputs {
-    dir: Option<PathBuf>,
-    /// A private temporary directory, for a conversation that is not logged.
     temp: Option<tempfile::TempDir>,
 }
 
 impl Outputs {
-    /// Saves into `dir` (None: a private temporary directory, removed when
-    /// the assistant ends).
-    pub fn new(dir: Option<PathBuf>) -> Outputs {
-        Outputs { dir, temp: None }
-    }
-
-    pub fn set_dir(&mut self, dir: PathBuf) {
-        self.dir = Some(dir);
-    }
-
-    fn dir(&mut self) -> io::Result<PathBuf> {
-        if let Some(dir) = &self.dir {
-            DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-            return Ok(dir.clone());
+    fn dir(&mut self, session: Option<&Path>) -> io::Result<PathBuf> {
+        if let Some(dir) = session {
+            super::session::private_dir(dir)?;
+            return Ok(dir.to_path_buf());
         }
         if self.temp.is_none() {
             let temp = tempfile::Builder::new()
@@ -61,10 +50,16 @@ impl Outputs {
             .unwrap_or_default())
     }
 
-    /// Writes `bytes` to a new file named after the call and the output;
-    /// returns its path.
-    pub fn save(&mut self, call_id: &str, what: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let dir = self.dir()?;
+    /// Writes `bytes` to a new file named after the call and the output,
+    /// in `session` (the session's directory) if given; returns its path.
+    pub fn save(
+        &mut self,
+        session: Option<&Path>,
+        call_id: &str,
+        what: &str,
+        bytes: &[u8],
+    ) -> io::Result<PathBuf> {
+        let dir = self.dir(session)?;
         let id: String = call_id
             .chars()
             .map(|c| {
@@ -297,17 +292,21 @@ mod tests {
     fn saved_files_are_private_and_never_overwritten() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let mut outputs = Outputs::new(Some(dir.path().join("s1")));
-        let a = outputs.save("call/1", "output.txt", b"one").unwrap();
-        let b = outputs.save("call/1", "output.txt", b"two").unwrap();
+        let s1 = dir.path().join("s1");
+        let mut outputs = Outputs::default();
+        let a = outputs
+            .save(Some(&s1), "call/1", "output.txt", b"one")
+            .unwrap();
+        let b = outputs
+            .save(Some(&s1), "call/1", "output.txt", b"two")
+            .unwrap();
         assert_eq!(a, dir.path().join("s1/call_1.output.txt"));
         assert_eq!(b, dir.path().join("s1/call_1-1.output.txt"));
         assert_eq!(std::fs::read(&a).unwrap(), b"one");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&a), 0o600);
         assert_eq!(mode(&dir.path().join("s1")), 0o700);
-        let mut temp = Outputs::new(None);
-        let t = temp.save("c", "stdout.txt", b"x").unwrap();
+        let t = outputs.save(None, "c", "stdout.txt", b"x").unwrap();
         assert_eq!(mode(t.parent().unwrap()), 0o700);
     }
 }

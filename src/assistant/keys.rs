@@ -1,4 +1,4 @@
-//! Which model to talk to, and with what key (issue 5, "Providers"): the
+//! Which model to talk to, and with what key (docs/assistant.md, "Keys"): the
 //! provider from `--provider` or `IKIGAI_PROVIDER`, else the first of
 //! OpenAI, Anthropic, Google that has a key; keys from the environment
 //! (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`), else from

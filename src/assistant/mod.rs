@@ -11,9 +11,10 @@ use std::process::ExitCode;
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
+use self::render::Paint;
 use self::session::{sessions_dir, Session};
-use self::terminal::{Commands, Style};
-use crate::config::{ApprovalMode, Config, Located};
+use self::terminal::Commands;
+use crate::config::{Config, Located};
 use crate::exit;
 use crate::host::cli::Ikigai;
 use crate::host::settings::Settings;
@@ -77,10 +78,7 @@ impl Policy {
             (None, Some(mode)) => {
                 Some(Mode::parse(mode).map_err(|e| format!("IKIGAI_APPROVAL: {e}"))?)
             }
-            (None, None) => config.approval.map(|m| match m {
-                ApprovalMode::Ask => Mode::Ask,
-                ApprovalMode::Auto => Mode::Auto,
-            }),
+            (None, None) => config.approval,
         };
         let file = config
             .path
@@ -151,7 +149,7 @@ pub fn main(
         policy,
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
-        let style = Style::for_stream(std::io::stderr().is_terminal());
+        let style = Paint::for_stream(std::io::stderr().is_terminal());
         eprintln!("{}", style.dim_yellow(&format!("warning: {note}")));
     }
     // Our bash copies its command's output to stderr as it runs, so the
@@ -165,7 +163,7 @@ pub fn main(
 /// Runs the assistant; the exit code says whether its messages were answered.
 pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
     let env = Env::from_process();
-    let style = Style::for_stream(std::io::stderr().is_terminal());
+    let style = Paint::for_stream(std::io::stderr().is_terminal());
     let choice = match keys::choose(
         options.provider.as_deref(),
         options.model.as_deref(),
@@ -195,9 +193,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     let prompter = std::io::stdin()
         .is_terminal()
         .then(|| Box::new(TerminalPrompter::new()) as Box<dyn Prompter>);
-    let mut approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
-    // Without the kernel's fence, a call that is not read-only is asked.
-    approval.unsandboxed = host.unsandboxed();
+    let approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
     let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds)
         .with_approval(approval)
         .with_model_output(

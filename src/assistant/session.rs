@@ -1,4 +1,4 @@
-//! The session log (issue 5, "Nothing is lost"): every message, tool call,
+//! The session log, so nothing said is lost: every message, tool call,
 //! envelope and event is appended as one JSON line to
 //! `$XDG_DATA_HOME/ikigai/sessions/ID.jsonl` (default `~/.local/share/...`)
 //! and written out at once, so a crash loses nothing already shown.

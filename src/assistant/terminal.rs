@@ -50,54 +50,12 @@ pub trait Commands {
     fn run(&mut self, line: &str) -> bool;
 }
 
-/// ANSI styling, on only for a terminal and without `NO_COLOR`.
-#[derive(Clone, Copy)]
-pub struct Style {
-    on: bool,
-}
-
-fn no_color() -> bool {
-    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-}
-
-impl Style {
-    pub fn for_stream(is_terminal: bool) -> Style {
-        Style {
-            on: is_terminal && !no_color(),
-        }
-    }
-    pub fn paint(self) -> Paint {
-        Paint { on: self.on }
-    }
-    fn sgr(self, code: &str, text: &str) -> String {
-        self.paint().sgr(code, text)
-    }
-    pub fn dim(self, text: &str) -> String {
-        self.sgr("2", text)
-    }
-    pub fn dim_yellow(self, text: &str) -> String {
-        self.sgr("2;33", text)
-    }
-    pub fn red(self, text: &str) -> String {
-        self.sgr("31", text)
-    }
-    pub fn green(self, text: &str) -> String {
-        self.sgr("32", text)
-    }
-    pub fn cyan(self, text: &str) -> String {
-        self.sgr("36", text)
-    }
-    pub fn bold(self, text: &str) -> String {
-        self.sgr("1", text)
-    }
-}
-
 /// How the reply is drawn on stdout: rendered on a terminal (without colour
 /// under `NO_COLOR`), the model's text as it is anywhere else.
 fn reply_form() -> Form {
     if !std::io::stdout().is_terminal() {
         Form::Raw
-    } else if no_color() {
+    } else if render::no_color() {
         Form::Plain
     } else {
         Form::Colour
@@ -115,7 +73,7 @@ struct Spinner {
 impl Spinner {
     /// Starts drawing after `delay`, so a pause shorter than that (between
     /// two lines of a reply) shows no spinner at all.
-    fn start(label: &str, style: Style, delay: Duration) -> Spinner {
+    fn start(label: &str, style: Paint, delay: Duration) -> Spinner {
         let (stop, stopped) = mpsc::channel::<()>();
         let label = label.to_string();
         let thread = std::thread::spawn(move || {
@@ -240,7 +198,7 @@ fn clip_columns(text: &str, max: usize) -> String {
 /// The `Ui` of a terminal or of pipes: the reply on stdout, the rest on
 /// stderr.
 pub struct TermUi {
-    err: Style,
+    err: Paint,
     err_tty: bool,
     spinner: Option<Spinner>,
     /// Whether stdout is at the start of a line.
@@ -265,7 +223,7 @@ impl TermUi {
         }
         let width = render::terminal_width();
         TermUi {
-            err: Style::for_stream(err_tty),
+            err: Paint::for_stream(err_tty),
             err_tty,
             spinner: None,
             at_line_start: true,
@@ -431,7 +389,7 @@ impl Ui for TermUi {
             .iter()
             .position(|(id, _)| *id == call.id)
             .map(|at| self.before.remove(at).1);
-        let account = calls::account(call, outcome, before.as_ref(), self.err.paint(), "    ");
+        let account = calls::account(call, outcome, before.as_ref(), self.err, "    ");
         let text = if account.ok {
             format!("{} {}", self.err.green("✓"), account.line)
         } else {
@@ -735,7 +693,7 @@ pub const EXCHANGES_SHOWN: usize = 3;
 /// whether it worked.
 pub fn show_history(messages: &[Message], exchanges: usize) {
     let form = reply_form();
-    let paint = Style::for_stream(std::io::stdout().is_terminal());
+    let paint = Paint::for_stream(std::io::stdout().is_terminal());
     let width = render::terminal_width();
     let users: Vec<usize> = messages
         .iter()

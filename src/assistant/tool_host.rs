@@ -1,9 +1,9 @@
-//! The conversation's view of the host (issue 5; host-architecture.md,
-//! phase 6): discovery runs on its own thread from startup, so the prompt
-//! appears at once; the first message or command that needs the registry
-//! waits for it. Tool calls go through `exec::call` (registry lookup,
-//! subprocess, timeout, envelope), several at once under a shared read
-//! lock; `/refresh` replaces the registry between messages.
+//! The conversation's view of the host (docs/architecture.md): discovery
+//! runs on its own thread from startup, so the prompt appears at once; the
+//! first message or command that needs the registry waits for it. Tool
+//! calls go through `host::call` (registry lookup, subprocess, sandbox,
+//! timeout, envelope), several at once under a shared read lock;
+//! `/refresh` replaces the registry between messages.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock, RwLockReadGuard};

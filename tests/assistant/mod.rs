@@ -17,8 +17,8 @@ mod tools;
 const APIS: [Api; 4] = [Api::OpenAi, Api::Responses, Api::Anthropic, Api::Google];
 
 /// `ikigai` in a clean world: HOME, XDG dirs and tool dirs under `home`,
-/// no inherited keys, providers or proxies.
-fn ikigai(home: &Path) -> Run {
+/// no inherited keys, providers, policy or proxies.
+pub(crate) fn ikigai(home: &Path) -> Run {
     let mut r = run("ikigai");
     for var in [
         "OPENAI_API_KEY",
@@ -32,6 +32,9 @@ fn ikigai(home: &Path) -> Run {
         "IKIGAI_PROVIDER",
         "IKIGAI_MODEL",
         "IKIGAI_CONTEXT_DIR",
+        "IKIGAI_APPROVAL",
+        "IKIGAI_CONFIG",
+        "IKIGAI_SANDBOX",
         "NO_COLOR",
         "http_proxy",
         "https_proxy",

@@ -23,10 +23,7 @@ fn link_tools(home: &Path) {
 /// The stub provider over a home whose system tools are ours.
 fn stub(home: &Path) -> Run {
     link_tools(home);
-    ikigai(home)
-        .env_remove("IKIGAI_APPROVAL")
-        .env_remove("IKIGAI_CONFIG")
-        .args(["--provider", "stub"])
+    ikigai(home).args(["--provider", "stub"])
 }
 
 /// A home with its tool directories made.
@@ -548,9 +545,7 @@ fn at_a_terminal_the_diff_is_shown_and_y_writes() {
         "{screen}"
     );
     assert!(
-        screen.contains(
-            "--- a/c.toml\n+++ b/c.toml\n@@ -1,2 +1,2 @@\n a = 1\n-debug = false\n+debug = true"
-        ),
+        screen.contains("c.toml:\n@@ -1,2 +1,2 @@\n a = 1\n-debug = false\n+debug = true"),
         "{screen}"
     );
     assert!(
@@ -622,4 +617,30 @@ fn at_a_terminal_ctrl_c_at_the_question_runs_nothing() {
     assert!(screen.contains("[exit 130]"), "{screen}");
     assert!(screen.contains("Cancelled by you"), "{screen}");
     assert!(!home.path().join("made.txt").exists());
+}
+
+#[test]
+fn at_a_terminal_a_write_the_sandbox_refused_runs_again_outside_it_on_y() {
+    if tmux_missing() || crate::sandbox::landlock().is_none() {
+        return;
+    }
+    let home = home();
+    link_tools(home.path());
+    // Outside the workspace (the home) and outside /tmp, which the sandbox
+    // lets every call write.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("f.txt");
+    let command = format!("echo hi > {}", target.display());
+    let msg = message(&[("bash", json!({ "command": command }))]);
+    let t = Tmux::start(home.path(), &["--allow", "bash", "-p", &msg]);
+    let screen = t.expect("Run it again outside the sandbox? y / n:", 1);
+    assert!(
+        screen.contains("bash failed inside the sandbox:"),
+        "{screen}"
+    );
+    assert!(screen.contains("Permission denied"), "{screen}");
+    assert!(!target.exists(), "the sandbox let the write through");
+    t.keys(&["y", "Enter"]);
+    t.expect("[exit 0]", 1);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi\n");
 }

@@ -21,7 +21,7 @@ use crate::host::{Dirs, Pid};
 
 /// The kernel's Landlock ABI, asked of the kernel; None (with the reason
 /// printed) when it has none, and the test should not assert.
-fn landlock() -> Option<i64> {
+pub(crate) fn landlock() -> Option<i64> {
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
     let abi = unsafe {
         libc::syscall(
@@ -160,32 +160,12 @@ fn the_search_tools_get_their_own_keys_only() {
     }
 }
 
-/// The assistant in a home of its own, started in `dir`.
+/// The assistant in a home of its own (bash its one system tool),
+/// started in `dir`.
 fn assistant(home: &Path, dir: &Path) -> Run {
-    let mut r = run("ikigai");
-    for var in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "GEMINI_API_KEY",
-        "OPENAI_BASE_URL",
-        "IKIGAI_PROVIDER",
-        "IKIGAI_SANDBOX",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "ALL_PROXY",
-    ] {
-        r = r.env_remove(var);
-    }
-    let libexec = home.join("libexec");
-    std::fs::create_dir_all(&libexec).unwrap();
-    let _ = std::os::unix::fs::symlink(bin(), libexec.join("bash"));
-    r.env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("IKIGAI_LIBEXEC_DIR", &libexec)
-        .env("IKIGAI_TOOLS_DIR", home.join("tools"))
-        .dir(dir)
+    let r = crate::assistant::ikigai(home).dir(dir);
+    let _ = std::os::unix::fs::symlink(bin(), home.join("libexec").join("bash"));
+    r
 }
 
 fn session_log(home: &Path) -> (PathBuf, String) {

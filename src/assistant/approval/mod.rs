@@ -12,7 +12,7 @@
 //! `ask` refuses what it would have asked. A refused call never runs; the
 //! model gets `PERMISSION_DENIED` saying who refused it and why, and goes on.
 //!
-//! The sandbox's part (connected where the sandbox is set up):
+//! The sandbox's part (the conversation sets it from its `ToolHost`):
 //! `Approval::unsandboxed` says calls cannot be contained on this machine,
 //! so in `ask` mode every call that is not read-only is asked, rules or
 //! not; `Approval::rerun_outside_sandbox` asks whether a call that failed in
@@ -23,19 +23,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::terminal::Style;
+use super::render::Paint;
 use rules::{Place, Rule};
 
 pub mod preview;
 pub mod rules;
 pub mod shell;
 
-/// `--approval`, `IKIGAI_APPROVAL`, config `approval`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Ask,
-    Auto,
-}
+/// `--approval`, `IKIGAI_APPROVAL`, config `approval`: one type, which
+/// the config file reads (the file may not know the assistant).
+pub use crate::config::ApprovalMode as Mode;
 
 impl Mode {
     pub fn parse(text: &str) -> Result<Mode, String> {
@@ -75,8 +72,8 @@ pub trait Prompter: Send {
     /// no answer (end of input, or `cancel` was set by Ctrl-C).
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String>;
     /// How to colour what is shown.
-    fn style(&self) -> Style {
-        Style::for_stream(false)
+    fn paint(&self) -> Paint {
+        Paint::for_stream(false)
     }
 }
 
@@ -99,7 +96,8 @@ pub struct Approval {
     prompter: Option<Box<dyn Prompter>>,
     /// The sandbox cannot contain calls here (the kernel lacks what it
     /// needs): in `ask` mode, every call that is not read-only is asked,
-    /// whatever the allow rules say. Set where the sandbox is set up.
+    /// whatever the allow rules say. The conversation sets it from the host
+    /// before each round of calls.
     pub unsandboxed: bool,
 }
 
@@ -187,8 +185,8 @@ impl Approval {
             .map(Rule::to_string)
             .collect::<Vec<_>>()
             .join(", ");
-        let style = prompter.style();
-        prompter.show(&preview::describe(tool, arguments, style));
+        let paint = prompter.paint();
+        prompter.show(&preview::describe(tool, arguments, paint));
         let question =
             format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
         loop {
@@ -200,7 +198,7 @@ impl Approval {
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Verdict::Run,
                 "a" | "always" => {
-                    prompter.show(&style.dim(&format!("Allowed for this session: {listed}")));
+                    prompter.show(&paint.dim(&format!("Allowed for this session: {listed}")));
                     self.session.extend(always);
                     return Verdict::Run;
                 }
@@ -222,9 +220,6 @@ impl Approval {
 
     /// Whether a call that failed inside the sandbox (`why`) may run again
     /// outside it: only in `ask` mode, only when the person says `y`.
-    // Called by the conversation once calls run sandboxed (the sandbox's
-    // failure envelope carries the `sandbox` object this question follows).
-    #[allow(dead_code)]
     pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
         if self.mode != Mode::Ask {
             return false;
@@ -268,13 +263,13 @@ fn always_rules(tool: &str, arguments: &Value) -> Vec<Rule> {
 /// The person at the terminal: questions on stderr, answers from stdin,
 /// read a line at a time so Ctrl-C (which sets `cancel`) is noticed.
 pub struct TerminalPrompter {
-    style: Style,
+    paint: Paint,
 }
 
 impl TerminalPrompter {
     pub fn new() -> TerminalPrompter {
         TerminalPrompter {
-            style: Style::for_stream(std::io::stderr().is_terminal()),
+            paint: Paint::for_stream(std::io::stderr().is_terminal()),
         }
     }
 }
@@ -293,7 +288,7 @@ impl Prompter for TerminalPrompter {
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String> {
         use std::io::Write;
         let mut err = std::io::stderr();
-        let _ = write!(err, "{}", self.style.bold(question));
+        let _ = write!(err, "{}", self.paint.bold(question));
         let _ = err.flush();
         let line = read_line(cancel);
         if line.is_none() {
@@ -302,8 +297,8 @@ impl Prompter for TerminalPrompter {
         line
     }
 
-    fn style(&self) -> Style {
-        self.style
+    fn paint(&self) -> Paint {
+        self.paint
     }
 }
 

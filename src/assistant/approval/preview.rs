@@ -3,54 +3,52 @@
 //! file as it is now (coloured when the terminal allows), for any other
 //! tool its arguments. Reads the file; writes nothing.
 
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::Value;
-use similar::TextDiff;
 
-use super::super::terminal::Style;
+use super::super::render::diff::{read_text, unified, MAX_FILE_BYTES};
+use super::super::render::Paint;
 
 /// The most diff lines shown; the rest is counted.
 const MAX_DIFF_LINES: usize = 400;
-/// Files larger than this are not diffed: the question must come at once.
-const MAX_DIFF_BYTES: u64 = 1 << 20;
 
 /// The text shown above the question for a call of `tool`.
-pub fn describe(tool: &str, arguments: &Value, style: Style) -> String {
+pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
     let path = arguments["file_path"].as_str();
     match (tool, path) {
         ("bash", _) => {
             let command = arguments["command"].as_str().unwrap_or("");
-            format!("{} wants to run:\n{}", style.bold("bash"), indent(command))
+            format!("{} wants to run:\n{}", paint.bold("bash"), indent(command))
         }
         ("file_write", Some(path)) => {
             let new = arguments["content"].as_str().unwrap_or("");
-            let (old, what) = match read_small(path) {
+            let (old, what) = match read_text(Path::new(path)) {
                 Ok(text) => (Ok(text), "overwrite"),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Ok(String::new()), "create"),
                 Err(e) => (Err(e), "overwrite"),
             };
             let shown = match old {
-                Ok(old) if new.len() as u64 <= MAX_DIFF_BYTES => diff(&old, new, path, style),
+                Ok(old) if new.len() as u64 <= MAX_FILE_BYTES => diff(&old, new, paint),
                 Ok(_) => "  (too large to show a diff)".into(),
                 Err(e) => format!("  (no diff: {e})"),
             };
             format!(
                 "{} wants to {what} {path} ({} bytes):\n{shown}",
-                style.bold("file_write"),
+                paint.bold("file_write"),
                 new.len(),
             )
         }
         ("file_edit", Some(path)) => {
-            let head = format!("{} wants to edit {path}:", style.bold("file_edit"));
+            let head = format!("{} wants to edit {path}:", paint.bold("file_edit"));
             match edited(path, arguments) {
-                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, path, style)),
+                Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, paint)),
                 Err(why) => format!("{head} {why}\n{}", indent(&pretty(arguments))),
             }
         }
         _ => format!(
             "{} wants to run with:\n{}",
-            style.bold(tool),
+            paint.bold(tool),
             indent(&pretty(arguments))
         ),
     }
@@ -61,7 +59,7 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
     let old_string = arguments["old_string"].as_str().unwrap_or("");
     let new_string = arguments["new_string"].as_str().unwrap_or("");
     let all = arguments["replace_all"].as_bool().unwrap_or(false);
-    let old = read_small(path).map_err(|e| format!("(no diff: {e})"))?;
+    let old = read_text(Path::new(path)).map_err(|e| format!("(no diff: {e})"))?;
     if old_string.is_empty() {
         return Err("(old_string is empty; the edit will fail)".into());
     }
@@ -81,55 +79,14 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
     }
 }
 
-/// The file as text, unless it is larger than a diff is worth.
-fn read_small(path: &str) -> std::io::Result<String> {
-    let size = std::fs::metadata(path)?.len();
-    if size > MAX_DIFF_BYTES {
-        return Err(std::io::Error::other(format!(
-            "the file is {size} bytes, too large to show a diff"
-        )));
+/// The unified diff the call would make, drawn as the terminal draws a
+/// change once it is done, so the person sees the same thing before and
+/// after.
+fn diff(old: &str, new: &str, paint: Paint) -> String {
+    match unified(old, new, paint, "", MAX_DIFF_LINES) {
+        Some(d) => d.text.trim_end_matches('\n').to_string(),
+        None => "  (no change)".into(),
     }
-    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
-}
-
-/// A unified diff with three lines of context, coloured by `style`.
-pub fn diff(old: &str, new: &str, path: &str, style: Style) -> String {
-    if old == new {
-        return "  (no change)".into();
-    }
-    // A diff that takes long is cut short (coarser, still correct).
-    let text = TextDiff::configure()
-        .timeout(Duration::from_millis(500))
-        .diff_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string();
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = String::new();
-    for line in lines.iter().take(MAX_DIFF_LINES) {
-        let painted = if line.starts_with("+++") || line.starts_with("---") {
-            style.bold(line)
-        } else if line.starts_with('+') {
-            style.green(line)
-        } else if line.starts_with('-') {
-            style.red(line)
-        } else if line.starts_with("@@") {
-            style.cyan(line)
-        } else {
-            line.to_string()
-        };
-        out.push_str(&painted);
-        out.push('\n');
-    }
-    if lines.len() > MAX_DIFF_LINES {
-        out.push_str(&format!(
-            "... {} more lines of diff\n",
-            lines.len() - MAX_DIFF_LINES
-        ));
-    }
-    out.pop();
-    out
 }
 
 fn pretty(value: &Value) -> String {
@@ -148,8 +105,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plain() -> Style {
-        Style::for_stream(false)
+    fn plain() -> Paint {
+        Paint::for_stream(false)
     }
 
     #[test]
@@ -203,7 +160,7 @@ mod tests {
         );
         assert!(edit("missing", false).contains("old_string is not in the file"));
         let big = dir.path().join("big");
-        std::fs::write(&big, vec![b'x'; (MAX_DIFF_BYTES + 1) as usize]).unwrap();
+        std::fs::write(&big, vec![b'x'; (MAX_FILE_BYTES + 1) as usize]).unwrap();
         let text = describe(
             "file_write",
             &json!({"file_path": big.to_str().unwrap(), "content": ""}),
@@ -219,13 +176,13 @@ mod tests {
 
     #[test]
     fn colours_when_asked_and_other_tools_show_arguments() {
-        // Style follows NO_COLOR, which the person running the tests may set.
+        // Paint follows NO_COLOR, which the person running the tests may set.
         if std::env::var_os("NO_COLOR").is_none() {
-            let painted = diff("a\n", "b\n", "f", Style::for_stream(true));
+            let painted = diff("a\n", "b\n", Paint::for_stream(true));
             assert!(painted.contains("\x1b[31m-a\x1b[0m"), "{painted:?}");
             assert!(painted.contains("\x1b[32m+b\x1b[0m"), "{painted:?}");
         }
-        assert!(!diff("a\n", "b\n", "f", plain()).contains('\x1b'));
+        assert!(!diff("a\n", "b\n", plain()).contains('\x1b'));
         let text = describe("web_fetch", &json!({"url": "https://x.org"}), plain());
         assert_eq!(
             text,

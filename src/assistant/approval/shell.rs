@@ -72,6 +72,14 @@ impl Current {
     }
 }
 
+/// A byte that ends an unquoted word: a blank or an operator.
+fn is_metacharacter(b: u8) -> bool {
+    matches!(
+        b,
+        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
+    )
+}
+
 impl Splitter<'_> {
     fn peek(&self, k: usize) -> Option<u8> {
         self.s.get(self.i + k).copied()
@@ -232,39 +240,32 @@ impl Splitter<'_> {
             self.i += 1;
         }
         let start = self.i;
-        let end = self.word_end(limit);
-        // Quotes inside the target are read as part of the word.
-        let mut j = start;
-        while j < end {
-            match self.s[j] {
-                b'\'' | b'"' => {
-                    self.i = j;
-                    if self.s[j] == b'\'' {
-                        self.single_quoted(limit)?;
-                    } else {
-                        self.double_quoted(limit)?;
-                    }
-                    j = self.i;
-                }
-                _ => j += 1,
+        self.whole_word(limit)?;
+        let word = self.text[start..self.i].trim_matches(['\'', '"']);
+        Ok(word != "/dev/null")
+    }
+
+    /// Moves past the word at `self.i`, its quoted parts included: a
+    /// quoted part may hold blanks and operators, and a backslash escapes
+    /// one byte.
+    fn whole_word(&mut self, limit: usize) -> Result<(), String> {
+        while self.i < limit && !is_metacharacter(self.s[self.i]) {
+            match self.s[self.i] {
+                b'\'' => self.single_quoted(limit)?,
+                b'"' => self.double_quoted(limit)?,
+                b'\\' => self.i += 2,
+                _ => self.i += 1,
             }
         }
-        let end = j.max(end);
-        self.i = end;
-        let word = self.text[start..end].trim_matches(['\'', '"']);
-        Ok(word != "/dev/null")
+        self.i = self.i.min(limit);
+        Ok(())
     }
 
     /// Where the word that starts at `self.i` ends (an unquoted blank or
     /// operator).
     fn word_end(&self, limit: usize) -> usize {
         let mut j = self.i;
-        while j < limit
-            && !matches!(
-                self.s[j],
-                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'
-            )
-        {
+        while j < limit && !is_metacharacter(self.s[j]) {
             j += 1;
         }
         j
@@ -381,30 +382,8 @@ impl Splitter<'_> {
             self.i += 1;
         }
         let start = self.i;
-        let end = self.word_end(limit);
-        let raw = &self.text[start..end];
-        let quoted = raw.contains(['\'', '"', '\\']);
-        if quoted {
-            // The whole quoted word, which may hold blanks.
-            let mut j = start;
-            while j < limit && !matches!(self.s[j], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|') {
-                match self.s[j] {
-                    b'\'' | b'"' => {
-                        self.i = j;
-                        if self.s[j] == b'\'' {
-                            self.single_quoted(limit)?;
-                        } else {
-                            self.double_quoted(limit)?;
-                        }
-                        j = self.i;
-                    }
-                    _ => j += 1,
-                }
-            }
-            self.i = j;
-        } else {
-            self.i = end;
-        }
+        self.whole_word(limit)?;
+        let quoted = self.text[start..self.i].contains(['\'', '"', '\\']);
         let delimiter: String = self.text[start..self.i]
             .chars()
             .filter(|c| !matches!(c, '\'' | '"' | '\\'))
@@ -571,6 +550,8 @@ mod tests {
         assert_eq!(writes("make >| f"), [true]);
         assert_eq!(writes("make >&out.txt"), [true]);
         assert_eq!(writes("echo hi > 'my file'"), [true]);
+        assert_eq!(texts("echo hi >'a; b'c; ls"), ["echo hi >'a; b'c", "ls"]);
+        assert_eq!(writes("make >/dev/null; ls"), [false, false]);
         assert_eq!(writes("make 2>&1"), [false]);
         assert_eq!(writes("echo oops >&2"), [false]);
         assert_eq!(writes("make > /dev/null 2>&1"), [false]);
@@ -590,6 +571,9 @@ mod tests {
         assert_eq!(writes(cmd), [true, false, false]);
         let quoted = "cat <<'EOF'\n$(id)\nEOF\nls";
         assert_eq!(texts(quoted), ["cat <<'EOF'", "ls"]);
+        let spaced = "cat <<'A B'>f\n$(id)\nA B\nls";
+        assert_eq!(texts(spaced), ["cat <<'A B'>f", "ls"]);
+        assert_eq!(writes(spaced), [true, false]);
         let tabs = "cat <<-END\n\tx\n\tEND\nls";
         assert_eq!(texts(tabs), ["cat <<-END", "ls"]);
         assert_eq!(texts("cat <<< 'a; b'"), ["cat <<< 'a; b'"]);

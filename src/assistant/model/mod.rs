@@ -2,7 +2,7 @@
 //! calls, tool results), the one trait every provider client implements, and
 //! the choice of client. Each provider file turns the neutral conversation
 //! into its request and its server-sent events back into a `Reply`
-//! (issue 5, "Providers"; design.md, "Provider formats").
+//! (docs/providers.md).
 //!
 //! A client call is blocking; `stream_cancellable` runs it on its own thread
 //! so that Ctrl-C returns to the prompt at once, whatever the socket does,
@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::args::type_name;
 
 /// The tools-array format a client sends: the host's own provider formats.
 pub use crate::host::format::ToolFormat;
@@ -288,20 +290,9 @@ pub fn arguments_problem(arguments: &Value) -> Option<String> {
         Value::Object(_) => None,
         Value::String(text) => Some(match serde_json::from_str::<Value>(text) {
             Err(e) => format!("arguments are not valid JSON: {e}"),
-            Ok(v) => format!("expected a JSON object, got {}", kind(&v)),
+            Ok(v) => format!("expected a JSON object, got {}", type_name(&v)),
         }),
-        other => Some(format!("expected a JSON object, got {}", kind(other))),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        other => Some(format!("expected a JSON object, got {}", type_name(other))),
     }
 }
 

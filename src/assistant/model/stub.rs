@@ -1,6 +1,6 @@
-//! The `stub` provider: deterministic replies without a network, as
-//! shellclaw's `SHELLCLAW_LLM_BACKEND=stub` (shellclaw-interface.md, "Stub
-//! mode"), so the whole loop runs offline.
+//! The `stub` provider: deterministic replies without a network (as
+//! shellclaw's `SHELLCLAW_LLM_BACKEND=stub`), so the whole loop, tools
+//! included, runs offline in tests and demonstrations.
 //!
 //! A message made of `call NAME {ARGS}` phrases asks for those tool calls
 //! (several phrases: parallel calls); tool results are answered by quoting

@@ -16,9 +16,6 @@ use crate::assistant::model::ToolCall;
 use crate::host::call::CallOutcome;
 use crate::host::text::clip;
 
-/// Files larger than this are not read for a diff: the diff of a huge file
-/// is no help on a terminal, and reading it would cost the person time.
-const DIFF_MAX_BYTES: u64 = 1 << 20;
 /// Lines of a diff shown under a call.
 const DIFF_MAX_LINES: usize = 60;
 
@@ -36,14 +33,8 @@ pub fn before(call: &ToolCall) -> Option<Before> {
         return None;
     }
     let path = PathBuf::from(call.arguments["file_path"].as_str()?);
-    let meta = std::fs::metadata(&path).ok();
-    let existed = meta.is_some();
-    let content = match meta {
-        Some(m) if m.is_file() && m.len() <= DIFF_MAX_BYTES => std::fs::read(&path)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned()),
-        _ => None,
-    };
+    let existed = path.exists();
+    let content = diff::read_text(&path).ok();
     Some(Before {
         path,
         content,

@@ -5,9 +5,28 @@
 //! that is not UTF-8 is compared as its lossy text, which is what a person
 //! can read anyway.
 
+use std::path::Path;
+use std::time::Duration;
+
 use similar::{ChangeTag, TextDiff};
 
 use super::Paint;
+
+/// Files larger than this are not diffed: reading and comparing them would
+/// keep the person waiting, and a diff that long is no help on a terminal.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The file at `path` as text to diff, unless it is larger than
+/// `MAX_FILE_BYTES` (an error saying so).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    let size = std::fs::metadata(path)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "the file is {size} bytes, too large to show a diff"
+        )));
+    }
+    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
+}
 
 /// A diff drawn for a person, with its counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +44,11 @@ pub fn unified(old: &str, new: &str, paint: Paint, indent: &str, max_lines: usiz
     if old == new {
         return None;
     }
-    let diff = TextDiff::from_lines(old, new);
+    // Two large files that differ everywhere could take long to compare
+    // exactly; past the deadline the diff is coarser but still correct.
+    let diff = TextDiff::configure()
+        .timeout(Duration::from_millis(500))
+        .diff_lines(old, new);
     let mut added = 0;
     let mut removed = 0;
     let mut lines: Vec<String> = Vec::new();

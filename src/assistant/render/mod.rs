@@ -32,6 +32,37 @@ impl Paint {
             text.to_string()
         }
     }
+
+    /// On for a stream that is a terminal, unless `NO_COLOR` is set.
+    pub fn for_stream(is_terminal: bool) -> Paint {
+        Paint {
+            on: is_terminal && !no_color(),
+        }
+    }
+
+    pub fn dim(self, text: &str) -> String {
+        self.sgr("2", text)
+    }
+    pub fn dim_yellow(self, text: &str) -> String {
+        self.sgr("2;33", text)
+    }
+    pub fn red(self, text: &str) -> String {
+        self.sgr("31", text)
+    }
+    pub fn green(self, text: &str) -> String {
+        self.sgr("32", text)
+    }
+    pub fn cyan(self, text: &str) -> String {
+        self.sgr("36", text)
+    }
+    pub fn bold(self, text: &str) -> String {
+        self.sgr("1", text)
+    }
+}
+
+/// True when the person asked for no colour (`NO_COLOR` set and not empty).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 /// The columns `text` takes on a terminal, escape sequences left out.
