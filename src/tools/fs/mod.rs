@@ -128,7 +128,7 @@ pub fn open_error(err: &io::Error, path: &str) -> ToolError {
 /// The whole content of an open file. The size from fstat is only a hint:
 /// files in /proc say 0 and still have content, so reading goes on to end of
 /// file. A size no allocation can hold is OUT_OF_MEMORY, not an abort.
-pub fn read_whole(file: &mut File) -> io::Result<Vec<u8>> {
+pub fn read_whole(mut file: &File) -> io::Result<Vec<u8>> {
     let hint = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     bytes
