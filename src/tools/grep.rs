@@ -19,14 +19,22 @@
 //! (classes and negated brackets exclude it, the `s` flag is refused), so a
 //! search never runs past a line end. Back-references are not supported.
 //!
-//! A line longer than 64 MiB ends the search of its file (what was found
-//! before it stays): such a line is no text, and holding it could take all
-//! memory.
+//! A line longer than 64 MiB (or than memory allows) is not searched: such
+//! a line is no text, and holding it could take all memory. The answer
+//! lists it under `skipped` (`FILE:LINE: a line of N bytes ...`), and the
+//! search goes on after it.
+//!
+//! Memory: under the host's output cap (`IKIGAI_MAX_OUTPUT`) each thread
+//! keeps at most the cap's worth of matching lines, those of the files
+//! first in byte order, and only counts the rest; the answer shows the
+//! first lines that fit and says how many more there are, so 600,000
+//! matches cost what one answer costs. Without a cap every line is shown.
 //!
 //! Speed: the walk and the searches share every core; each file is read in
 //! large blocks and the regex runs over a whole block of lines at once, lines
 //! being located (and counted) only around matches.
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read, Write};
@@ -34,14 +42,34 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 
 use regex::bytes::{Regex, RegexBuilder};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::search::{self, translate_bracket, Flavor, Kind, Pattern, Sink};
 use crate::tools::{lossy_text, output_and_count};
+use crate::truncate;
 
 pub struct Grep;
+
+#[derive(Deserialize)]
+struct Args<'a> {
+    pattern: &'a str,
+    #[serde(default = "top_level")]
+    glob: &'a str,
+    #[serde(default = "working_dir")]
+    path: &'a str,
+}
+
+fn top_level<'a>() -> &'a str {
+    "*"
+}
+
+fn working_dir<'a>() -> &'a str {
+    "."
+}
 
 const SCHEMA: &str = r#"{
   "name": "grep",
@@ -77,44 +105,92 @@ impl Tool for Grep {
         SCHEMA
     }
 
-    fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
-        let text = |key: &str, default: &'static str| -> String {
-            match args.get(key).and_then(Value::as_str) {
-                Some(value) if !value.is_empty() => value.to_string(),
-                _ => default.to_string(),
-            }
+    fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
+        let args: Args = args::typed(args)?;
+        // An empty glob or path means the default, as an absent one does.
+        let glob = if args.glob.is_empty() {
+            top_level()
+        } else {
+            args.glob
         };
-        let regex = compile(args["pattern"].as_str().unwrap_or_default())?;
-        let path = text("path", ".");
-        let files = Pattern::new(&path, &text("glob", "*")).map_err(search::invalid_glob)?;
-        let sinks = if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        let path = if args.path.is_empty() {
+            working_dir()
+        } else {
+            args.path
+        };
+        let regex = compile(args.pattern)?;
+        let cap = env.max_output();
+        let files = Pattern::new(path, glob).map_err(search::invalid_glob)?;
+        let sinks = if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             // A file given as `path` would make `path/glob` match nothing;
             // the caller plainly means that file.
-            let mut searcher = Searcher::new(&regex);
-            searcher.found(path.into_bytes(), Kind::File);
+            let mut searcher = Searcher::new(&regex, cap);
+            searcher.found(path.as_bytes().to_vec(), Kind::File);
             vec![searcher]
         } else {
             match files {
-                Some(files) => search::walk(&files, search::threads(), || Searcher::new(&regex)),
+                Some(files) => {
+                    search::walk(&files, search::threads(), || Searcher::new(&regex, cap))
+                }
                 None => Vec::new(),
             }
         };
-        let mut hits: Vec<(&[u8], &[u8])> = sinks
+        let count: usize = sinks.iter().map(|s| s.count).sum();
+        let mut files: Vec<(&[u8], &[u8])> = sinks
             .iter()
-            .flat_map(|s| {
-                s.hits
-                    .iter()
-                    .map(|h| (h.path.as_slice(), &s.text[h.lines.clone()]))
-            })
+            .flat_map(|s| s.files.iter().map(|(p, t)| (p.as_slice(), t.as_slice())))
             .collect();
-        hits.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let count: usize = sinks.iter().flat_map(|s| &s.hits).map(|h| h.count).sum();
-        let mut output = Vec::with_capacity(hits.iter().map(|h| h.1.len()).sum());
-        for (_, lines) in hits {
+        files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut output = Vec::with_capacity(files.iter().map(|f| f.1.len()).sum());
+        for (_, lines) in files {
+            if cap.is_some_and(|cap| output.len() > cap) {
+                break; // more than the answer can show
+            }
             output.extend_from_slice(lines);
         }
         output.pop(); // the last line's `\n`
-        Ok(output_and_count(lossy_text(output), count))
+        let output = lossy_text(output);
+        let mut answer = match cap {
+            Some(cap) => {
+                let mut answer = output_and_count(String::new(), count);
+                truncate::fit_head_lines(
+                    &mut answer,
+                    "output",
+                    &output,
+                    count,
+                    "matching lines",
+                    cap,
+                );
+                answer
+            }
+            None => output_and_count(output, count),
+        };
+        let mut skipped: Vec<&LongLine> = sinks.iter().flat_map(|s| &s.long_lines).collect();
+        if !skipped.is_empty() {
+            skipped.sort_unstable_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+            let text: Vec<String> = skipped.iter().map(|l| l.describe()).collect();
+            answer["skipped"] = Value::String(text.join("\n"));
+        }
+        Ok(answer)
+    }
+}
+
+/// A line not searched: longer than MAX_LINE, or than memory allowed.
+struct LongLine {
+    path: Vec<u8>,
+    line: usize,
+    bytes: u64,
+}
+
+impl LongLine {
+    fn describe(&self) -> String {
+        format!(
+            "{}:{}: a line of {} bytes, longer than the {} bytes grep can hold: not searched",
+            String::from_utf8_lossy(&self.path),
+            self.line,
+            self.bytes,
+            MAX_LINE
+        )
     }
 }
 
@@ -291,26 +367,25 @@ fn interval(chars: &[char]) -> Option<(String, usize)> {
 
 /// One thread's searcher: a regex of its own (no sharing of the regex's
 /// scratch space between threads), one read buffer reused for every file,
-/// and every matching line of its files in one `text`.
+/// and the matching lines of its files, by file. Under a cap it keeps at
+/// most `cap` bytes of them, from the files first in byte order.
 struct Searcher {
     regex: Regex,
     buf: Vec<u8>,
-    text: Vec<u8>,
-    hits: Vec<Hits>,
-}
-
-/// The matching lines of one file, formatted, in `Searcher::text`.
-struct Hits {
-    path: Vec<u8>,
-    lines: std::ops::Range<usize>,
+    cap: Option<usize>,
+    /// Each file's matching lines, formatted, each ending in `\n`.
+    files: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Bytes in `files`.
+    kept: usize,
+    /// Matching lines found, kept or not.
     count: usize,
+    long_lines: Vec<LongLine>,
 }
 
 /// The read block; it grows only for a line longer than itself.
 const BLOCK: usize = 256 * 1024;
 
-/// The longest line searched: the rest of a file from a longer line on is
-/// skipped.
+/// The longest line searched: a longer one is reported and passed over.
 const MAX_LINE: usize = 64 << 20;
 
 impl Sink for Searcher {
@@ -327,40 +402,101 @@ impl Sink for Searcher {
         else {
             return;
         };
-        let start = self.text.len();
-        let count = search_file(&self.regex, file, &mut self.buf, &path, &mut self.text);
+        // Once the cap is full, a file after every kept one in byte order
+        // could never be shown: its matches are only counted.
+        let room = match self.cap {
+            Some(cap)
+                if self.kept >= cap
+                    && self
+                        .files
+                        .last_key_value()
+                        .is_some_and(|(last, _)| path > *last) =>
+            {
+                0
+            }
+            Some(cap) => cap,
+            None => usize::MAX,
+        };
+        let mut text = Vec::new();
+        let mut long = Vec::new();
+        let count = search_file(
+            &self.regex,
+            file,
+            &mut self.buf,
+            &path,
+            room,
+            &mut text,
+            &mut long,
+        );
         if self.buf.len() > BLOCK {
             // One long line must not keep its buffer for the other files.
             self.buf = vec![0; BLOCK];
         }
-        if count > 0 {
-            let lines = start..self.text.len();
-            self.hits.push(Hits { path, lines, count });
+        self.count += count;
+        self.long_lines
+            .extend(long.into_iter().map(|(line, bytes)| LongLine {
+                path: path.clone(),
+                line,
+                bytes,
+            }));
+        if !text.is_empty() {
+            self.kept += text.len();
+            self.files.insert(path, text);
+            if let Some(cap) = self.cap {
+                self.evict(cap);
+            }
         }
     }
 }
 
 impl Searcher {
-    fn new(regex: &Regex) -> Searcher {
+    fn new(regex: &Regex, cap: Option<usize>) -> Searcher {
         Searcher {
             regex: regex.clone(),
             buf: vec![0; BLOCK],
-            text: Vec::new(),
-            hits: Vec::new(),
+            cap,
+            files: BTreeMap::new(),
+            kept: 0,
+            count: 0,
+            long_lines: Vec::new(),
+        }
+    }
+
+    /// Drops lines from the end (the files last in byte order) until at
+    /// most `cap` bytes are kept.
+    fn evict(&mut self, cap: usize) {
+        while self.kept > cap {
+            let Some(mut last) = self.files.last_entry() else {
+                return;
+            };
+            let over = self.kept - cap;
+            let text = last.get_mut();
+            let keep = text.len().saturating_sub(over);
+            let cut = memchr::memrchr(b'\n', &text[..keep]).map_or(0, |i| i + 1);
+            self.kept -= text.len() - cut;
+            if cut == 0 {
+                last.remove();
+            } else {
+                text.truncate(cut);
+            }
         }
     }
 }
 
 /// Searches `reader` block by block (each block ending at a line end, `buf`
-/// growing only for a longer line); appends the matching lines to `out`;
-/// returns how many. A read error, or a line longer than MAX_LINE, ends the
-/// file, keeping what was found.
+/// growing only for a longer line); appends the matching lines to `out`
+/// while `out` holds at most `room` bytes; returns how many lines matched.
+/// A line longer than MAX_LINE (or than memory allows) is passed over and
+/// noted in `long` (its number and length); a read error ends the file,
+/// keeping what was found.
 fn search_file(
     regex: &Regex,
     mut reader: impl Read,
     buf: &mut Vec<u8>,
     name: &[u8],
+    room: usize,
     out: &mut Vec<u8>,
+    long: &mut Vec<(usize, u64)>,
 ) -> usize {
     if buf.is_empty() {
         buf.resize(BLOCK, 0);
@@ -368,6 +504,7 @@ fn search_file(
     let mut filled = 0;
     let mut lines_before = 0;
     let mut count = 0;
+    let mut room = room;
     loop {
         let mut eof = false;
         while filled < buf.len() {
@@ -390,20 +527,29 @@ fn search_file(
             match memchr::memrchr(b'\n', &buf[..filled]) {
                 Some(i) => i + 1,
                 None => {
-                    // A line longer than MAX_LINE (or than memory allows)
-                    // ends the search of its file: it is no text a model
-                    // could read, and holding it could take all memory.
+                    // `buf` holds the start of one line and no end.
                     let longer = buf.len() * 2;
-                    if longer > MAX_LINE || buf.try_reserve_exact(longer - buf.len()).is_err() {
-                        return count;
+                    if longer <= MAX_LINE && buf.try_reserve_exact(longer - buf.len()).is_ok() {
+                        buf.resize(longer, 0);
+                        continue;
                     }
-                    buf.resize(longer, 0);
-                    continue;
+                    // Too long to hold: pass over it to its end.
+                    let (rest, after) = skip_line(&mut reader, buf);
+                    long.push((lines_before + 1, (filled + rest) as u64));
+                    match after {
+                        Some(after) => {
+                            lines_before += 1;
+                            filled = after;
+                            continue;
+                        }
+                        // It ran to the end of the file (or a read error).
+                        None => return count,
+                    }
                 }
             }
         };
         let block = &buf[..end];
-        let (found, lines) = search_lines(regex, block, lines_before, name, out, !eof);
+        let (found, lines) = search_lines(regex, block, lines_before, name, out, &mut room, !eof);
         count += found;
         lines_before += lines;
         if eof {
@@ -414,17 +560,38 @@ fn search_file(
     }
 }
 
+/// Reads on through the rest of a line, reusing `buf`: returns how many
+/// bytes of the line were read here and, when its end came, how many bytes
+/// after it now start `buf` (`None`: the file ended first).
+fn skip_line(reader: &mut impl Read, buf: &mut [u8]) -> (usize, Option<usize>) {
+    let mut read = 0;
+    loop {
+        let n = match reader.read(buf) {
+            Ok(0) | Err(_) => return (read, None),
+            Ok(n) => n,
+        };
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            buf.copy_within(i + 1..n, 0);
+            return (read + i + 1, Some(n - i - 1));
+        }
+        read += n;
+    }
+}
+
 /// Searches `hay`, whole lines (the last one may lack its `\n` only at the
 /// end of the file), whose first line is number `lines_before + 1`. Appends
-/// `NAME:LINE: TEXT\n` for each matching line to `out`. Returns the number
-/// of matching lines, and the number of lines in `hay` when `count_lines`
-/// (the caller needs it for the next block).
+/// `NAME:LINE: TEXT\n` for each matching line to `out` while that leaves
+/// `room` (counted down); after the first line that does not fit, lines are
+/// only counted. Returns the number of matching lines, and the number of
+/// lines in `hay` when `count_lines` (the caller needs it for the next
+/// block).
 fn search_lines(
     regex: &Regex,
     hay: &[u8],
     lines_before: usize,
     name: &[u8],
     out: &mut Vec<u8>,
+    room: &mut usize,
     count_lines: bool,
 ) -> (usize, usize) {
     let len = hay.len();
@@ -444,11 +611,21 @@ fn search_lines(
         let line_end = memchr::memchr(b'\n', &hay[start..]).map_or(len, |i| start + i);
         line += memchr::memchr_iter(b'\n', &hay[counted..line_start]).count();
         counted = line_start;
-        out.extend_from_slice(name);
-        // Writing into a Vec cannot fail.
-        let _ = write!(out, ":{}: ", line + 1);
-        out.extend_from_slice(&hay[line_start..line_end]);
-        out.push(b'\n');
+        if *room > 0 {
+            let before = out.len();
+            out.extend_from_slice(name);
+            // Writing into a Vec cannot fail.
+            let _ = write!(out, ":{}: ", line + 1);
+            out.extend_from_slice(&hay[line_start..line_end]);
+            out.push(b'\n');
+            let len = out.len() - before;
+            if len > *room {
+                out.truncate(before);
+                *room = 0;
+            } else {
+                *room -= len;
+            }
+        }
         found += 1;
         pos = line_end + 1;
     }
@@ -482,7 +659,17 @@ mod tests {
                 Ok(n)
             }
         }
-        let count = search_file(&regex, Trickle(text), &mut buf, b"f", &mut out);
+        let mut long = Vec::new();
+        let count = search_file(
+            &regex,
+            Trickle(text),
+            &mut buf,
+            b"f",
+            usize::MAX,
+            &mut out,
+            &mut long,
+        );
+        assert!(long.is_empty());
         (count, String::from_utf8_lossy(&out).into_owned())
     }
 

@@ -206,3 +206,219 @@ fn writes_and_edits_of_one_file_interleave_whole() {
     }
     assert_eq!(entries(dir.path()), ["f"]);
 }
+
+/// Runs `tool` with `args` on stdin, the host's output cap `cap` and an
+/// address-space limit of `limit_mb` (RLIMIT_AS, `ulimit -v`): its answer,
+/// and its peak resident memory in bytes. The peak is the tool's VmHWM, read
+/// while the tool waits to print the rest of its answer into a one-page
+/// pipe, after every allocation that built it (a child's rusage would not
+/// do: a process started with vfork inherits its parent's peak); `None`
+/// when the answer was shorter than a page and the tool had already gone.
+fn measured(
+    tool: &str,
+    args: &Value,
+    cap: usize,
+    limit_mb: u64,
+    dir: &std::path::Path,
+) -> (Value, Option<u64>) {
+    use std::os::fd::AsRawFd;
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -v $2; exec \"$0\" \"$1\""])
+        .arg(crate::common::bin())
+        .arg(tool)
+        .arg((limit_mb * 1024).to_string())
+        .env("IKIGAI_MAX_OUTPUT", cap.to_string())
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().unwrap();
+    // SAFETY: fcntl and poll on a pipe fd we own, with a valid pollfd.
+    unsafe {
+        libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096);
+    }
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(args.to_string().as_bytes())
+        .unwrap();
+    let mut poll = libc::pollfd {
+        fd: stdout.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: as above.
+    unsafe { libc::poll(&mut poll, 1, 300_000) };
+    std::thread::sleep(Duration::from_millis(100));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024);
+    let mut printed = Vec::new();
+    std::io::Read::read_to_end(&mut stdout, &mut printed).unwrap();
+    let _ = child.wait();
+    let answer = serde_json::from_slice(&printed)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&printed)));
+    assert!(
+        printed.len() <= cap,
+        "{} bytes printed for a {cap}-byte cap",
+        printed.len()
+    );
+    (answer, peak)
+}
+
+const MB: u64 = 1 << 20;
+
+/// A 6 GB file (sparse: its bytes are NULs, each printed as the six bytes
+/// `\u0000`) read whole and as one huge line, under a 1 MiB cap and a
+/// 256 MB address-space limit: the answer fits the cap as printed, says it
+/// was cut, and the memory stays far below the file's size.
+#[test]
+fn file_read_of_a_huge_file_costs_its_answer() {
+    let dir = scratch();
+    let path = dir.path().join("huge");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(6 << 30)
+        .unwrap();
+    let cap = 1 << 20;
+    let (answer, peak) = measured(
+        "file-read",
+        &json!({"file_path": path}),
+        cap,
+        256,
+        dir.path(),
+    );
+    let output = answer["output"].as_str().unwrap();
+    assert!(output.starts_with('\0'));
+    assert!(output.contains(&format!(
+        "bytes omitted: the answer exceeds the {cap}-byte output limit"
+    )));
+    assert!(
+        output.contains(&format!(" of {} bytes", 6u64 << 30)),
+        "{}",
+        &output[output.len() / 2 - 200..][..400]
+    );
+    assert!(peak.unwrap() < 64 * MB, "peak {peak:?}");
+
+    // A range: one line of 1 GB (the whole of a smaller file) is streamed.
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let args = json!({"file_path": path, "offset": 1, "limit": 1});
+    let (answer, peak) = measured("file-read", &args, cap, 256, dir.path());
+    assert!(answer["output"]
+        .as_str()
+        .unwrap()
+        .contains(&format!(" of {} bytes", 1u64 << 30)));
+    assert!(peak.unwrap() < 64 * MB, "peak {peak:?}");
+}
+
+/// 600,000 matching lines (in one file and across many), a 64 KiB cap:
+/// grep keeps what it can show, counts the rest, and says so.
+#[test]
+fn grep_with_many_matches_keeps_what_it_can_show() {
+    let dir = scratch();
+    let line = "a match of the pattern here\n";
+    std::fs::write(dir.path().join("one.txt"), line.repeat(400_000)).unwrap();
+    std::fs::create_dir(dir.path().join("many")).unwrap();
+    for i in 0..200 {
+        std::fs::write(
+            dir.path().join(format!("many/{i:03}.txt")),
+            line.repeat(1000),
+        )
+        .unwrap();
+    }
+    let cap = 64 << 10;
+    let args = json!({"pattern": "match", "glob": "**/*.txt"});
+    let (answer, peak) = measured("grep", &args, cap, 512, dir.path());
+    assert_eq!(answer["count"], 600_000);
+    let output = answer["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("./many/000.txt:1: a match"),
+        "{}",
+        &output[..100]
+    );
+    let shown = output.lines().count() - 1;
+    assert!(output.ends_with(&format!(
+        "[... {} more of 600000 matching lines not shown: the answer exceeds the {cap}-byte \
+         output limit; ask for less (a narrower pattern or path) ...]",
+        600_000 - shown
+    )));
+    // Without the cap the answer alone is 24 MB.
+    assert!(peak.unwrap() < 40 * MB, "peak {peak:?}");
+}
+
+/// A match full of NULs: each prints as six bytes, and the answer still
+/// fits the cap as printed.
+#[test]
+fn escapes_count_against_the_cap() {
+    let dir = scratch();
+    let line = format!("x{}\n", "\0".repeat(1000));
+    std::fs::write(dir.path().join("nul.txt"), line.repeat(2000)).unwrap();
+    let cap = 100_000;
+    let (answer, _) = measured("grep", &json!({"pattern": "x"}), cap, 512, dir.path());
+    assert_eq!(answer["count"], 2000);
+    assert!(answer["output"]
+        .as_str()
+        .unwrap()
+        .contains("more of 2000 matching lines not shown"));
+    let args = json!({"file_path": dir.path().join("nul.txt")});
+    let (answer, _) = measured("file-read", &args, cap, 512, dir.path());
+    assert!(answer["output"].as_str().unwrap().contains("bytes omitted"));
+}
+
+/// glob finding 30,000 paths under a 16 KiB cap: the first paths, the
+/// count of all, and a line saying how many are not shown.
+#[test]
+fn glob_with_many_paths_keeps_what_it_can_show() {
+    let dir = scratch();
+    for d in 0..30 {
+        let sub = dir.path().join(format!("d{d:02}"));
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..1000 {
+            std::fs::write(sub.join(format!("file-with-a-longish-name-{f:04}.rs")), "").unwrap();
+        }
+    }
+    let cap = 16 << 10;
+    let (answer, peak) = measured("glob", &json!({"pattern": "**/*.rs"}), cap, 512, dir.path());
+    assert_eq!(answer["count"], 30_000);
+    let output = answer["output"].as_str().unwrap();
+    assert!(output.starts_with(
+        "d00/file-with-a-longish-name-0000.rs\nd00/file-with-a-longish-name-0001.rs\n"
+    ));
+    assert!(output.contains("more of 30000 paths not shown"));
+    assert!(peak.unwrap() < 40 * MB, "peak {peak:?}");
+}
+
+/// A 100 MB line between matches: reported, and the search goes on past it.
+#[test]
+fn grep_reports_a_line_too_long_and_goes_on() {
+    let dir = scratch();
+    let mut content = b"needle before\n".to_vec();
+    content.extend(std::iter::repeat_n(b'x', 100 << 20));
+    content.extend_from_slice(b"\nneedle after\nand needle last");
+    std::fs::write(dir.path().join("f.txt"), &content).unwrap();
+    let (answer, _) = measured(
+        "grep",
+        &json!({"pattern": "needle"}),
+        1 << 20,
+        1024,
+        dir.path(),
+    );
+    assert_eq!(
+        answer,
+        json!({
+            "output": "./f.txt:1: needle before\n./f.txt:3: needle after\n./f.txt:4: and needle last",
+            "count": 3,
+            "skipped": format!("./f.txt:2: a line of {} bytes, longer than the 67108864 bytes grep can hold: not searched", (100 << 20) + 1),
+        })
+    );
+}
