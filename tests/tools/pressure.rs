@@ -422,3 +422,45 @@ fn grep_reports_a_line_too_long_and_goes_on() {
         })
     );
 }
+
+/// 300 tools (our six local ones and 294 shell scripts) under an open-file
+/// limit of 64, soft and hard: the host probes them a few at a time, each
+/// with its own deadline, and finds every one.
+#[test]
+fn discovery_finds_every_tool_under_a_small_open_file_limit() {
+    let dir = scratch();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    for name in [
+        "bash",
+        "file-read",
+        "file-write",
+        "file-edit",
+        "glob",
+        "grep",
+    ] {
+        std::os::unix::fs::symlink(crate::common::bin(), tools.join(name)).unwrap();
+    }
+    for i in 0..294 {
+        let script = format!(
+            "#!/bin/sh\necho '{{\"name\":\"t{i}\",\"description\":\"d\",\"parameters\":{{\"type\":\"object\",\"properties\":{{}}}}}}'\n"
+        );
+        let path = tools.join(format!("t{i}"));
+        std::fs::write(&path, script).unwrap();
+        super::file_support::chmod(&path, 0o755);
+    }
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -S -n 64 && ulimit -H -n 64 && exec \"$0\" ikigai tools --json",
+        ])
+        .arg(crate::common::bin())
+        .env("IKIGAI_TOOLS_DIR", &tools)
+        .env("IKIGAI_LIBEXEC_DIR", dir.path().join("none"))
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(listing["skipped"], json!([]));
+    assert_eq!(listing["tools"].as_array().unwrap().len(), 300);
+}
