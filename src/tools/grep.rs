@@ -35,11 +35,7 @@
 //! being located (and counted) only around matches.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
-use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
@@ -393,13 +389,10 @@ impl Sink for Searcher {
         if kind != Kind::File {
             return;
         }
-        // O_NONBLOCK: should the file have been swapped for a FIFO since the
-        // directory was listed, reading fails instead of hanging.
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(OsStr::from_bytes(&path))
-        else {
+        // Opened without blocking: should the file have been swapped for a
+        // FIFO since the directory was listed, reading fails instead of
+        // hanging.
+        let Ok(file) = search::open_file(&path) else {
             return;
         };
         // Once the cap is full, a file after every kept one in byte order

@@ -464,3 +464,56 @@ fn discovery_finds_every_tool_under_a_small_open_file_limit() {
     assert_eq!(listing["skipped"], json!([]));
     assert_eq!(listing["tools"].as_array().unwrap().len(), 300);
 }
+
+/// Makes `root/d.../d.../f.txt` holding `needle`, 25 directories of 200
+/// bytes deep (more than PATH_MAX), from descriptor to descriptor as no
+/// whole path could; returns the file's path relative to `root`.
+fn deeper_than_path_max(root: &std::path::Path) -> String {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let name = "d".repeat(200);
+    let c_name = CString::new(name.clone()).unwrap();
+    let c_root = CString::new(root.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid NUL-terminated names; every fd opened here is closed.
+    unsafe {
+        let mut fd = libc::open(c_root.as_ptr(), libc::O_PATH | libc::O_DIRECTORY);
+        for _ in 0..25 {
+            assert_eq!(libc::mkdirat(fd, c_name.as_ptr(), 0o755), 0);
+            let next = libc::openat(fd, c_name.as_ptr(), libc::O_PATH | libc::O_DIRECTORY);
+            libc::close(fd);
+            fd = next;
+        }
+        let file = libc::openat(fd, c"f.txt".as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+        assert_eq!(libc::write(file, b"needle\n".as_ptr().cast(), 7), 7);
+        libc::close(file);
+        libc::close(fd);
+    }
+    let mut path = vec![name; 25].join("/");
+    path.push_str("/f.txt");
+    path
+}
+
+#[test]
+fn glob_and_grep_find_a_path_longer_than_path_max() {
+    let dir = scratch();
+    let deep = deeper_than_path_max(dir.path());
+    let root = dir.path().to_str().unwrap();
+    let full = format!("{root}/{deep}");
+    assert!(full.len() > libc::PATH_MAX as usize);
+    let answer = crate::common::call("glob", json!({"pattern": "**/*.txt", "path": root}));
+    assert_eq!(answer, json!({"output": full, "count": 1}));
+    let args = json!({"pattern": "needle", "glob": "**/*.txt", "path": root});
+    let answer = crate::common::call("grep", args);
+    assert_eq!(
+        answer,
+        json!({"output": format!("{full}:1: needle"), "count": 1})
+    );
+    // Relative to the working directory, too.
+    let answer = crate::common::run("glob")
+        .dir(dir.path())
+        .json_in(&json!({"pattern": "d*/**/f.txt"}))
+        .json();
+    assert_eq!(answer, json!({"output": deep, "count": 1}));
+    // The scratch directory cannot remove what no whole path reaches.
+    let _ = Command::new("rm").arg("-rf").arg(dir.path()).status();
+}

@@ -23,10 +23,10 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::long::{self, At};
 use super::pattern::{join, Pattern, Seg};
 
 /// What a found path is, from the directory entry itself (never following
@@ -42,7 +42,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(ft: fs::FileType) -> Kind {
+    pub(super) fn of(ft: fs::FileType) -> Kind {
         if ft.is_file() {
             Kind::File
         } else if ft.is_dir() {
@@ -275,12 +275,9 @@ impl Walker<'_> {
         } else {
             Path::new(OsStr::from_bytes(dir))
         };
-        let here = match fs::metadata(fs_dir) {
-            Ok(meta) => Some(Arc::new(Ancestors {
-                id: (meta.dev(), meta.ino()),
-                up: above,
-            })),
-            Err(_) => above,
+        let here = match long::stat(dir, true) {
+            Some((_, id)) => Some(Arc::new(Ancestors { id, up: above })),
+            None => above,
         };
         // Names read from the directory serve `*`, `**` and, while we are at
         // it, plain names; `.` and `..` are never listed, so they (and every
@@ -311,15 +308,7 @@ impl Walker<'_> {
             return;
         }
 
-        let Ok(entries) = fs::read_dir(fs_dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.as_bytes();
-            let Ok(kind) = entry.file_type().map(Kind::of) else {
-                continue;
-            };
+        let mut visit = |name: &[u8], kind: Kind| {
             let mut next = 0u64;
             for i in active() {
                 let hit = match &segs[i] {
@@ -346,6 +335,22 @@ impl Walker<'_> {
                     found,
                 );
             }
+        };
+        match fs::read_dir(fs_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    if let Ok(kind) = entry.file_type().map(Kind::of) {
+                        visit(entry.file_name().as_bytes(), kind);
+                    }
+                }
+            }
+            // Deeper than PATH_MAX: listed through directory descriptors.
+            Err(e) if long::too_long(&e) => {
+                for (name, kind) in At::new(dir).and_then(|at| at.list()).unwrap_or_default() {
+                    visit(&name, kind);
+                }
+            }
+            Err(_) => {}
         }
     }
 
@@ -365,17 +370,17 @@ impl Walker<'_> {
         let listed = kind.is_some();
         let kind = match kind {
             Some(kind) => kind,
-            None => match fs::symlink_metadata(OsStr::from_bytes(&path)) {
-                Ok(meta) => Kind::of(meta.file_type()),
-                Err(_) => return,
+            None => match long::stat(&path, false) {
+                Some((kind, _)) => kind,
+                None => return,
             },
         };
         let further = positions & !self.done;
         let mut descend = further != 0 && matches!(kind, Kind::Dir | Kind::Symlink);
         if descend && listed && kind == Kind::Symlink {
             // A link back to a directory on the path: no new names there.
-            if let Ok(meta) = fs::metadata(OsStr::from_bytes(&path)) {
-                descend = !Ancestors::contains(above, (meta.dev(), meta.ino()));
+            if let Some((_, id)) = long::stat(&path, true) {
+                descend = !Ancestors::contains(above, id);
             }
         }
         if positions & self.done != 0 {
@@ -404,7 +409,7 @@ impl Walker<'_> {
 fn is_dir(path: &[u8], kind: Kind) -> bool {
     match kind {
         Kind::Dir => true,
-        Kind::Symlink => fs::metadata(OsStr::from_bytes(path)).is_ok_and(|m| m.is_dir()),
+        Kind::Symlink => long::stat(path, true).is_some_and(|(kind, _)| kind == Kind::Dir),
         _ => false,
     }
 }

@@ -1,0 +1,260 @@
+//! Paths longer than PATH_MAX (spec README, decision 32): the kernel refuses
+//! them whole (ENAMETOOLONG), so they are reached one directory descriptor
+//! at a time. [`At`] opens the directories of a long path's leading part in
+//! pieces the kernel accepts (openat from the previous one) and leaves a
+//! last piece short enough to name relative to the innermost descriptor; the
+//! walk's operations (stat, listing, opening a file) then take that pair.
+//!
+//! The walk and grep use plain paths first and come here only when the
+//! kernel says a path is too long, so the common case pays nothing.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use super::walk::Kind;
+
+/// The kernel's limit on a path given whole, terminating NUL included.
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// A long path as a directory descriptor and a name relative to it.
+pub struct At {
+    /// `None`: relative to the working directory (the path was short).
+    dir: Option<OwnedFd>,
+    rest: CString,
+}
+
+/// Whether an error is the kernel refusing a path for its length.
+pub fn too_long(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(libc::ENAMETOOLONG)
+}
+
+impl At {
+    /// Opens the leading directories of `path` in pieces shorter than
+    /// PATH_MAX, following symbolic links in them as the whole path would.
+    pub fn new(path: &[u8]) -> io::Result<At> {
+        let mut dir: Option<OwnedFd> = None;
+        let mut rest = path;
+        while rest.len() >= PATH_MAX {
+            // The last `/` that leaves a piece the kernel takes.
+            let cut = memchr::memrchr(b'/', &rest[..PATH_MAX - 1])
+                .filter(|&i| i > 0)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENAMETOOLONG))?;
+            let piece = cstring(&rest[..cut])?;
+            let fd = open_at(
+                dir.as_ref().map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd),
+                &piece,
+                libc::O_PATH | libc::O_DIRECTORY,
+            )?;
+            dir = Some(fd);
+            rest = &rest[cut + 1..];
+        }
+        Ok(At {
+            dir,
+            rest: cstring(rest)?,
+        })
+    }
+
+    fn dirfd(&self) -> RawFd {
+        self.dir.as_ref().map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd)
+    }
+
+    /// What the path is, and its (device, inode); `follow` follows a final
+    /// symbolic link.
+    pub fn stat(&self, follow: bool) -> io::Result<(Kind, (u64, u64))> {
+        let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+        stat_at(self.dirfd(), &self.rest, flags)
+    }
+
+    /// Opens the path as a regular file for reading, without blocking on a
+    /// FIFO.
+    pub fn open_file(&self) -> io::Result<File> {
+        let fd = open_at(self.dirfd(), &self.rest, libc::O_RDONLY | libc::O_NONBLOCK)?;
+        Ok(File::from(fd))
+    }
+
+    /// The entries of the directory the path names (`.` and `..` left out),
+    /// each with what it is, not following symbolic links.
+    pub fn list(&self) -> io::Result<Vec<(Vec<u8>, Kind)>> {
+        let fd = open_at(self.dirfd(), &self.rest, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let raw = fd.as_raw_fd();
+        // SAFETY: fdopendir takes over `raw` (released from `fd` below only
+        // when it succeeds) and closedir closes it.
+        let stream = unsafe { libc::fdopendir(raw) };
+        if stream.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        std::mem::forget(fd);
+        let mut entries = Vec::new();
+        loop {
+            // SAFETY: a valid stream; the entry is read before the next call.
+            let entry = unsafe { libc::readdir64(stream) };
+            if entry.is_null() {
+                break;
+            }
+            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
+            let (name, d_type) = unsafe {
+                let e = &*entry;
+                (std::ffi::CStr::from_ptr(e.d_name.as_ptr()), e.d_type)
+            };
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let kind = match d_type {
+                libc::DT_REG => Kind::File,
+                libc::DT_DIR => Kind::Dir,
+                libc::DT_LNK => Kind::Symlink,
+                libc::DT_UNKNOWN => {
+                    // SAFETY: dirfd of a valid stream.
+                    let dfd = unsafe { libc::dirfd(stream) };
+                    match stat_at(dfd, name, libc::AT_SYMLINK_NOFOLLOW) {
+                        Ok((kind, _)) => kind,
+                        Err(_) => continue,
+                    }
+                }
+                _ => Kind::Other,
+            };
+            entries.push((bytes.to_vec(), kind));
+        }
+        // SAFETY: the stream from fdopendir, closed once.
+        unsafe { libc::closedir(stream) };
+        Ok(entries)
+    }
+}
+
+/// Opens the file at `path` for reading, without blocking on a FIFO: by
+/// its whole name or, when that is too long, piece by piece.
+pub fn open_file(path: &[u8]) -> io::Result<File> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(std::ffi::OsStr::from_bytes(path));
+    match opened {
+        Err(e) if too_long(&e) => At::new(path)?.open_file(),
+        other => other,
+    }
+}
+
+/// What `path` is and its (device, inode), `follow`ing a final symbolic
+/// link or not: by its whole name or, when that is too long, piece by
+/// piece. `None` when it cannot be known (gone, no permission).
+pub fn stat(path: &[u8], follow: bool) -> Option<(Kind, (u64, u64))> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let name = if path.is_empty() { b"." } else { path };
+    let name = std::path::Path::new(std::ffi::OsStr::from_bytes(name));
+    let meta = if follow {
+        std::fs::metadata(name)
+    } else {
+        std::fs::symlink_metadata(name)
+    };
+    match meta {
+        Ok(m) => Some((Kind::of(m.file_type()), (m.dev(), m.ino()))),
+        Err(e) if too_long(&e) => At::new(path).and_then(|a| a.stat(follow)).ok(),
+        Err(_) => None,
+    }
+}
+
+fn cstring(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn open_at(dir: RawFd, name: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: a valid NUL-terminated name; the fd returned is ours alone.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn stat_at(
+    dir: RawFd,
+    name: &std::ffi::CStr,
+    flags: libc::c_int,
+) -> io::Result<(Kind, (u64, u64))> {
+    // SAFETY: fstatat fills the zeroed struct it is given.
+    let mut st: libc::stat64 = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatat64(dir, name.as_ptr(), &mut st, flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::File,
+        libc::S_IFDIR => Kind::Dir,
+        libc::S_IFLNK => Kind::Symlink,
+        _ => Kind::Other,
+    };
+    Ok((kind, (st.st_dev, st.st_ino)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A tree deeper than PATH_MAX, made with mkdirat from descriptor to
+    /// descriptor (no whole path could make it); returns its deepest path
+    /// relative to `root`.
+    fn deep_tree(root: &std::path::Path) -> Vec<u8> {
+        let name = "d".repeat(200);
+        let mut fd = open_at(
+            libc::AT_FDCWD,
+            &cstring(root.as_os_str().as_bytes()).unwrap(),
+            libc::O_PATH | libc::O_DIRECTORY,
+        )
+        .unwrap();
+        let c = cstring(name.as_bytes()).unwrap();
+        let mut path = Vec::new();
+        for _ in 0..25 {
+            // SAFETY: a valid name and directory fd.
+            assert_eq!(
+                unsafe { libc::mkdirat(fd.as_raw_fd(), c.as_ptr(), 0o755) },
+                0
+            );
+            fd = open_at(fd.as_raw_fd(), &c, libc::O_PATH | libc::O_DIRECTORY).unwrap();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name.as_bytes());
+        }
+        let file = cstring(b"f.txt").unwrap();
+        // SAFETY: as above; the fd returned is closed at once.
+        let f = unsafe {
+            libc::openat(
+                fd.as_raw_fd(),
+                file.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY,
+                0o644,
+            )
+        };
+        assert!(f >= 0);
+        // SAFETY: the fd just opened.
+        unsafe { libc::close(f) };
+        path
+    }
+
+    #[test]
+    fn a_path_longer_than_path_max_is_reached_piece_by_piece() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = deep_tree(dir.path());
+        let mut whole = dir.path().as_os_str().as_bytes().to_vec();
+        whole.push(b'/');
+        whole.extend_from_slice(&deep);
+        assert!(whole.len() > PATH_MAX);
+        let err = std::fs::metadata(std::ffi::OsStr::from_bytes(&whole)).unwrap_err();
+        assert!(too_long(&err));
+        let at = At::new(&whole).unwrap();
+        assert_eq!(at.stat(false).unwrap().0, Kind::Dir);
+        assert_eq!(at.list().unwrap(), [(b"f.txt".to_vec(), Kind::File)]);
+        let mut file = whole.clone();
+        file.extend_from_slice(b"/f.txt");
+        let at = At::new(&file).unwrap();
+        assert_eq!(at.stat(true).unwrap().0, Kind::File);
+        assert!(at.open_file().is_ok());
+    }
+}
