@@ -165,6 +165,17 @@ pub fn replace<T>(
     shown: &str,
     fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
 ) -> Result<T, ToolError> {
+    replace_with(locked, shown, true, fill)
+}
+
+/// [`replace`], with an unnamed temporary file when `unnamed` and the file
+/// system allows it (`false` tests the named way on any file system).
+fn replace_with<T>(
+    locked: &Locked,
+    shown: &str,
+    unnamed: bool,
+    fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
     let exists = locked.existing.is_some();
     let Some(name) = locked.target.file_name() else {
         return Err(super::cannot_open(shown, None));
@@ -172,8 +183,8 @@ pub fn replace<T>(
     let temp_path = locked.dir.join(temp_name(name.as_bytes()));
     // Only a writer killed while holding this lock can have left it.
     remove_leftover(&temp_path);
-    let mut temp =
-        Temp::create(&locked.dir, &temp_path).map_err(|e| create_error(&e, shown, exists))?;
+    let mut temp = Temp::create(&locked.dir, &temp_path, unnamed)
+        .map_err(|e| create_error(&e, shown, exists))?;
 
     let written = fill(&mut Sink {
         file: &mut temp.file,
@@ -242,10 +253,10 @@ struct Temp {
 }
 
 impl Temp {
-    fn create(dir: &Path, path: &Path) -> io::Result<Temp> {
+    fn create(dir: &Path, path: &Path, unnamed: bool) -> io::Result<Temp> {
         // Linking an unnamed file takes /proc/self/fd (or a privilege):
         // without it, the file is named from the start.
-        if Path::new("/proc/self/fd").is_dir() {
+        if unnamed && Path::new("/proc/self/fd").is_dir() {
             // Mode 0666 lets the kernel apply the umask.
             match OpenOptions::new()
                 .write(true)
@@ -618,6 +629,38 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.code, ErrorCode::FileChanged);
         assert_eq!(std::fs::read(&new).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn a_named_temporary_file_works_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::write(dir.path().join(".f.ikigai-tmp"), "left by a kill").unwrap();
+        let locked = lock(&path, "f", false).unwrap();
+        let err = replace_with(&locked, "f", false, |sink| {
+            sink.write_all(b"partial").unwrap();
+            assert_eq!(entries(dir.path()), [".f.ikigai-tmp", "f"]);
+            Err::<(), _>(write_error(&io::Error::from_raw_os_error(libc::EIO), "f"))
+        })
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::WriteFailed);
+        assert_eq!(entries(dir.path()), ["f"]);
+        replace_with(&locked, "f", false, |sink| {
+            sink.write_all(b"new").map_err(|e| write_error(&e, "f"))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(entries(dir.path()), ["f"]);
+        drop(locked);
+        let new = dir.path().join("g");
+        let locked = lock(&new, "g", false).unwrap();
+        replace_with(&locked, "g", false, |sink| {
+            sink.write_all(b"created").map_err(|e| write_error(&e, "g"))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&new).unwrap(), b"created");
+        assert_eq!(entries(dir.path()), ["f", "g"]);
     }
 
     #[test]
