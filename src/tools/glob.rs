@@ -30,7 +30,7 @@ use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::fs;
-use crate::tools::search::{self, Kind, Pattern, Sink};
+use crate::tools::search::{self, Dir, Kind, Pattern, Sink};
 use crate::tools::{lossy_text, output_and_count};
 use crate::truncate;
 
@@ -150,7 +150,7 @@ impl Paths {
 }
 
 impl Sink for Paths {
-    fn found(&mut self, path: Vec<u8>, _kind: Kind) {
+    fn found(&mut self, path: Vec<u8>, _kind: Kind, _dir: Option<&Dir>) {
         self.count += 1;
         let Some(cap) = self.cap else {
             self.paths.push(path);

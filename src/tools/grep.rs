@@ -44,7 +44,7 @@ use serde_json::{Map, Value};
 use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
-use crate::tools::search::{self, translate_bracket, Flavor, Kind, Pattern, Sink};
+use crate::tools::search::{self, translate_bracket, Dir, Flavor, Kind, Pattern, Sink};
 use crate::tools::{lossy_text, output_and_count};
 use crate::truncate;
 
@@ -121,7 +121,7 @@ impl Tool for Grep {
             // A file given as `path` would make `path/glob` match nothing;
             // the caller plainly means that file.
             let mut searcher = Searcher::new(&regex, cap);
-            searcher.found(path.as_bytes().to_vec(), Kind::File);
+            searcher.found(path.as_bytes().to_vec(), Kind::File, None);
             vec![searcher]
         } else {
             match files {
@@ -385,14 +385,19 @@ const BLOCK: usize = 256 * 1024;
 const MAX_LINE: usize = 64 << 20;
 
 impl Sink for Searcher {
-    fn found(&mut self, path: Vec<u8>, kind: Kind) {
+    fn found(&mut self, path: Vec<u8>, kind: Kind, dir: Option<&Dir>) {
         if kind != Kind::File {
             return;
         }
         // Opened without blocking: should the file have been swapped for a
         // FIFO since the directory was listed, reading fails instead of
-        // hanging.
-        let Ok(file) = search::open_file(&path) else {
+        // hanging. From its directory when the walk holds it open.
+        let name = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
+        let opened = match dir {
+            Some(dir) => dir.open_file(name),
+            None => search::open_file(&path),
+        };
+        let Ok(file) = opened else {
             return;
         };
         // Once the cap is full, a file after every kept one in byte order

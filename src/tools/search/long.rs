@@ -7,6 +7,11 @@
 //!
 //! The walk and grep use plain paths first and come here only when the
 //! kernel says a path is too long, so the common case pays nothing.
+//!
+//! [`Dir`] is a directory being walked, listed through its descriptor and
+//! kept open while the files found in it are searched: opening a file
+//! relative to it (openat) spares the kernel a lookup of every directory of
+//! the path for each file.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -73,55 +78,6 @@ impl At {
         let fd = open_at(self.dirfd(), &self.rest, libc::O_RDONLY | libc::O_NONBLOCK)?;
         Ok(File::from(fd))
     }
-
-    /// The entries of the directory the path names (`.` and `..` left out),
-    /// each with what it is, not following symbolic links.
-    pub fn list(&self) -> io::Result<Vec<(Vec<u8>, Kind)>> {
-        let fd = open_at(self.dirfd(), &self.rest, libc::O_RDONLY | libc::O_DIRECTORY)?;
-        let raw = fd.as_raw_fd();
-        // SAFETY: fdopendir takes over `raw` (released from `fd` below only
-        // when it succeeds) and closedir closes it.
-        let stream = unsafe { libc::fdopendir(raw) };
-        if stream.is_null() {
-            return Err(io::Error::last_os_error());
-        }
-        std::mem::forget(fd);
-        let mut entries = Vec::new();
-        loop {
-            // SAFETY: a valid stream; the entry is read before the next call.
-            let entry = unsafe { libc::readdir64(stream) };
-            if entry.is_null() {
-                break;
-            }
-            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
-            let (name, d_type) = unsafe {
-                let e = &*entry;
-                (std::ffi::CStr::from_ptr(e.d_name.as_ptr()), e.d_type)
-            };
-            let bytes = name.to_bytes();
-            if bytes == b"." || bytes == b".." {
-                continue;
-            }
-            let kind = match d_type {
-                libc::DT_REG => Kind::File,
-                libc::DT_DIR => Kind::Dir,
-                libc::DT_LNK => Kind::Symlink,
-                libc::DT_UNKNOWN => {
-                    // SAFETY: dirfd of a valid stream.
-                    let dfd = unsafe { libc::dirfd(stream) };
-                    match stat_at(dfd, name, libc::AT_SYMLINK_NOFOLLOW) {
-                        Ok((kind, _)) => kind,
-                        Err(_) => continue,
-                    }
-                }
-                _ => Kind::Other,
-            };
-            entries.push((bytes.to_vec(), kind));
-        }
-        // SAFETY: the stream from fdopendir, closed once.
-        unsafe { libc::closedir(stream) };
-        Ok(entries)
-    }
 }
 
 /// Opens the file at `path` for reading, without blocking on a FIFO: by
@@ -156,6 +112,99 @@ pub fn stat(path: &[u8], follow: bool) -> Option<(Kind, (u64, u64))> {
         Ok(m) => Some((Kind::of(m.file_type()), (m.dev(), m.ino()))),
         Err(e) if too_long(&e) => At::new(path).and_then(|a| a.stat(follow)).ok(),
         Err(_) => None,
+    }
+}
+
+/// An open directory: listed once, then the base its files are opened from.
+pub struct Dir {
+    stream: *mut libc::DIR,
+}
+
+// SAFETY: the stream is read by one thread (`entries`, before the Dir is
+// shared); afterwards only its descriptor is used, and openat on one
+// descriptor from several threads is safe.
+unsafe impl Send for Dir {}
+// SAFETY: as above.
+unsafe impl Sync for Dir {}
+
+impl Dir {
+    /// Opens the directory `path` (`""`: the working directory).
+    pub fn open(path: &[u8]) -> io::Result<Dir> {
+        let name = cstring(if path.is_empty() { b"." } else { path })?;
+        let fd = match open_at(libc::AT_FDCWD, &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+            Err(e) if too_long(&e) => {
+                let at = At::new(path)?;
+                open_at(at.dirfd(), &at.rest, libc::O_RDONLY | libc::O_DIRECTORY)?
+            }
+            other => other?,
+        };
+        let raw = fd.as_raw_fd();
+        // SAFETY: fdopendir takes over `raw`, released from `fd` only when
+        // it succeeds; closedir (in Drop) closes it.
+        let stream = unsafe { libc::fdopendir(raw) };
+        if stream.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        std::mem::forget(fd);
+        Ok(Dir { stream })
+    }
+
+    /// Its entries (`.` and `..` left out), each with what it is, not
+    /// following symbolic links. Called once, before the Dir is shared.
+    pub fn entries(&mut self) -> Vec<(Vec<u8>, Kind)> {
+        let mut entries = Vec::new();
+        loop {
+            // SAFETY: a valid stream, read by this thread alone (`&mut`);
+            // the entry is read before the next call.
+            let entry = unsafe { libc::readdir64(self.stream) };
+            if entry.is_null() {
+                break;
+            }
+            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
+            let (name, d_type) = unsafe {
+                let e = &*entry;
+                (std::ffi::CStr::from_ptr(e.d_name.as_ptr()), e.d_type)
+            };
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            let kind = match d_type {
+                libc::DT_REG => Kind::File,
+                libc::DT_DIR => Kind::Dir,
+                libc::DT_LNK => Kind::Symlink,
+                libc::DT_UNKNOWN => match stat_at(self.fd(), name, libc::AT_SYMLINK_NOFOLLOW) {
+                    Ok((kind, _)) => kind,
+                    Err(_) => continue,
+                },
+                _ => Kind::Other,
+            };
+            entries.push((bytes.to_vec(), kind));
+        }
+        entries
+    }
+
+    fn fd(&self) -> RawFd {
+        // SAFETY: a valid stream.
+        unsafe { libc::dirfd(self.stream) }
+    }
+
+    /// Opens the file `name` of this directory for reading, without
+    /// blocking on a FIFO.
+    pub fn open_file(&self, name: &[u8]) -> io::Result<File> {
+        let fd = open_at(
+            self.fd(),
+            &cstring(name)?,
+            libc::O_RDONLY | libc::O_NONBLOCK,
+        )?;
+        Ok(File::from(fd))
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        // SAFETY: the stream from fdopendir, closed once.
+        unsafe { libc::closedir(self.stream) };
     }
 }
 
@@ -250,7 +299,9 @@ mod tests {
         assert!(too_long(&err));
         let at = At::new(&whole).unwrap();
         assert_eq!(at.stat(false).unwrap().0, Kind::Dir);
-        assert_eq!(at.list().unwrap(), [(b"f.txt".to_vec(), Kind::File)]);
+        let mut dir = Dir::open(&whole).unwrap();
+        assert_eq!(dir.entries(), [(b"f.txt".to_vec(), Kind::File)]);
+        assert!(dir.open_file(b"f.txt").is_ok());
         let mut file = whole.clone();
         file.extend_from_slice(b"/f.txt");
         let at = At::new(&file).unwrap();

@@ -9,7 +9,7 @@ mod pattern;
 mod walk;
 
 pub use bracket::{translate as translate_bracket, Flavor};
-pub use long::open_file;
+pub use long::{open_file, Dir};
 pub use pattern::Pattern;
 pub use walk::{threads, walk, Kind, Sink};
 

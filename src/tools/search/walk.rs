@@ -20,13 +20,10 @@
 //! Unreadable directories and entries that vanish are skipped: the spec's
 //! glob runs without `GLOB_ERR`, and grep ignores what it cannot read.
 
-use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
-use super::long::{self, At};
+use super::long::{self, Dir};
 use super::pattern::{join, Pattern, Seg};
 
 /// What a found path is, from the directory entry itself (never following
@@ -56,9 +53,10 @@ impl Kind {
 }
 
 /// Receives the paths a walk finds, on the thread that found them. A
-/// dir-only pattern's results carry their trailing `/`.
+/// dir-only pattern's results carry their trailing `/`. `dir`, when given,
+/// is the open directory the path's last component is in.
 pub trait Sink: Send {
-    fn found(&mut self, path: Vec<u8>, kind: Kind);
+    fn found(&mut self, path: Vec<u8>, kind: Kind, dir: Option<&Dir>);
 }
 
 /// How many matches of one directory a thread keeps for itself; the rest go
@@ -92,7 +90,7 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
     let start = walker.closure(1);
     walker.visit_root(start, &mut dirs, &mut found);
     for (path, kind) in found {
-        first.found(path, kind);
+        first.found(path, kind, None);
     }
     queue.push(&mut dirs);
 
@@ -119,18 +117,27 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
     })
 }
 
-/// The directories on the path to one being listed, innermost first, by
-/// (device, inode): a symbolic link back to one of them is not followed.
+/// The directories on the path to one being listed, innermost first: a
+/// symbolic link back to one of them (the same device and inode) is not
+/// followed. Their identities are looked up only when a link needs the
+/// check, so a tree without such links costs no stat per directory.
 struct Ancestors {
-    id: (u64, u64),
+    path: Vec<u8>,
+    id: OnceLock<Option<(u64, u64)>>,
     up: Option<Arc<Ancestors>>,
 }
 
 impl Ancestors {
+    fn id(&self) -> Option<(u64, u64)> {
+        *self
+            .id
+            .get_or_init(|| long::stat(&self.path, true).map(|(_, id)| id))
+    }
+
     fn contains(chain: &Option<Arc<Ancestors>>, id: (u64, u64)) -> bool {
         let mut at = chain.as_deref();
         while let Some(a) = at {
-            if a.id == id {
+            if a.id() == Some(id) {
                 return true;
             }
             at = a.up.as_deref();
@@ -143,8 +150,8 @@ enum Work {
     /// A directory to list, with the pattern positions that reach it and
     /// the directories above it.
     Dir(Vec<u8>, u64, Option<Arc<Ancestors>>),
-    /// Matches to hand to a sink.
-    Found(Vec<(Vec<u8>, Kind)>),
+    /// Matches to hand to a sink, and the directory they are in.
+    Found(Option<Arc<Dir>>, Vec<(Vec<u8>, Kind)>),
 }
 
 struct Queue {
@@ -211,22 +218,22 @@ impl Walker<'_> {
         while let Some(work) = queue.pop() {
             match work {
                 Work::Dir(path, positions, above) => {
-                    self.list(&path, positions, above, &mut dirs, &mut found);
+                    let dir = self.list(&path, positions, above, &mut dirs, &mut found);
                     if found.len() > CHUNK {
                         let mut rest = found.split_off(CHUNK);
                         while !rest.is_empty() {
                             let tail = rest.split_off(rest.len().saturating_sub(CHUNK));
-                            dirs.push(Work::Found(tail));
+                            dirs.push(Work::Found(dir.clone(), tail));
                         }
                     }
                     queue.push(&mut dirs);
                     for (path, kind) in found.drain(..) {
-                        sink.found(path, kind);
+                        sink.found(path, kind, dir.as_deref());
                     }
                 }
-                Work::Found(items) => {
+                Work::Found(dir, items) => {
                     for (path, kind) in items {
-                        sink.found(path, kind);
+                        sink.found(path, kind, dir.as_deref());
                     }
                 }
             }
@@ -259,7 +266,8 @@ impl Walker<'_> {
     }
 
     /// Lists directory `dir`, reached at `positions`, and records what its
-    /// entries reach.
+    /// entries reach (all of them entries of `dir`); returns the directory,
+    /// open, when it was listed.
     fn list(
         &self,
         dir: &[u8],
@@ -267,18 +275,14 @@ impl Walker<'_> {
         above: Option<Arc<Ancestors>>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
-    ) {
+    ) -> Option<Arc<Dir>> {
         let segs = &self.pattern.segs;
         let active = || (0..segs.len()).filter(move |&i| positions & (1 << i) != 0);
-        let fs_dir = if dir.is_empty() {
-            Path::new(".")
-        } else {
-            Path::new(OsStr::from_bytes(dir))
-        };
-        let here = match long::stat(dir, true) {
-            Some((_, id)) => Some(Arc::new(Ancestors { id, up: above })),
-            None => above,
-        };
+        let here = Some(Arc::new(Ancestors {
+            path: dir.to_vec(),
+            id: OnceLock::new(),
+            up: above,
+        }));
         // Names read from the directory serve `*`, `**` and, while we are at
         // it, plain names; `.` and `..` are never listed, so they (and every
         // name when nothing needs a listing) are looked up directly.
@@ -305,7 +309,7 @@ impl Walker<'_> {
             );
         }
         if !listing {
-            return;
+            return None;
         }
 
         let mut visit = |name: &[u8], kind: Kind| {
@@ -336,22 +340,11 @@ impl Walker<'_> {
                 );
             }
         };
-        match fs::read_dir(fs_dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
-                    if let Ok(kind) = entry.file_type().map(Kind::of) {
-                        visit(entry.file_name().as_bytes(), kind);
-                    }
-                }
-            }
-            // Deeper than PATH_MAX: listed through directory descriptors.
-            Err(e) if long::too_long(&e) => {
-                for (name, kind) in At::new(dir).and_then(|at| at.list()).unwrap_or_default() {
-                    visit(&name, kind);
-                }
-            }
-            Err(_) => {}
+        let mut opened = Dir::open(dir).ok()?;
+        for (name, kind) in opened.entries() {
+            visit(&name, kind);
         }
+        Some(Arc::new(opened))
     }
 
     /// `path` (of `kind`, when the listing said) reaches `positions`: it may
@@ -417,11 +410,12 @@ fn is_dir(path: &[u8], kind: Kind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     struct Paths(Vec<String>);
 
     impl Sink for Paths {
-        fn found(&mut self, path: Vec<u8>, _kind: Kind) {
+        fn found(&mut self, path: Vec<u8>, _kind: Kind, _dir: Option<&Dir>) {
             self.0.push(String::from_utf8(path).unwrap());
         }
     }
