@@ -175,7 +175,8 @@ impl Tool for FileEdit {
                     ));
                 }
                 (None, _) => {
-                    let content = fs::read_whole(file).map_err(|e| fs::read_error(&e, path))?;
+                    let content =
+                        fs::read_whole(file, meta.len()).map_err(|e| fs::read_error(&e, path))?;
                     return Err(not_found(&content, old));
                 }
                 (Some(_), overlapping) => {

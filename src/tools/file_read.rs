@@ -115,11 +115,10 @@ impl Tool for FileRead {
         let limit = limit
             .map(|limit| at_least("limit", limit, 0, ""))
             .transpose()?;
-        let file = open(path)?;
+        let (file, size) = open(path)?;
         // A file that reports size 0 may still have content (procfs,
         // sysfs), even without end (/proc/self/pagemap): take at most
         // UNSIZED_LIMIT bytes of it. A sized file is bounded by its size.
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let whole = (offset, limit) == (1, None);
         let mut over_bound = false;
         let text = match env.max_output() {
@@ -129,7 +128,7 @@ impl Tool for FileRead {
                 read_range(&file, size, offset, limit, &mut clip, &mut over_bound)
                     .map(|()| clip.into_text())
             }
-            None if size > 0 && whole => fs::read_whole(&file).map(Text::Whole),
+            None if size > 0 && whole => fs::read_whole(&file, size).map(Text::Whole),
             None => {
                 let mut bytes = Vec::new();
                 read_range(&file, size, offset, limit, &mut bytes, &mut over_bound)
@@ -233,7 +232,7 @@ fn read_range(
 /// bytes are read; the middle could never be shown.
 fn read_clipped_whole(file: &File, size: u64, cap: usize) -> io::Result<Text> {
     if size <= 2 * cap as u64 {
-        return fs::read_whole(file).map(Text::Whole);
+        return fs::read_whole(file, size).map(Text::Whole);
     }
     let read_exact_at = |len: usize, at: u64| -> io::Result<Vec<u8>> {
         let mut buf = Vec::new();
@@ -349,8 +348,9 @@ fn char_start(bytes: &[u8]) -> usize {
         .count()
 }
 
-/// Opens `path` for reading, refusing (promptly) anything but a regular file.
-fn open(path: &str) -> Result<File, ToolError> {
+/// Opens `path` for reading, refusing (promptly) anything but a regular
+/// file; returns it with its fstat size.
+fn open(path: &str) -> Result<(File, u64), ToolError> {
     // O_NONBLOCK: opening a FIFO must not wait for a writer. O_NOCTTY: a
     // terminal must not become our controlling terminal.
     let mut file = OpenOptions::new()
@@ -361,7 +361,7 @@ fn open(path: &str) -> Result<File, ToolError> {
     let meta = file.metadata().map_err(|_| size_failed(path))?;
     let kind = meta.file_type();
     if kind.is_file() {
-        Ok(file)
+        Ok((file, meta.len()))
     } else if kind.is_dir() {
         Err(fs::not_a_file(path, kind))
     } else if kind.is_fifo() || kind.is_socket() || file.stream_position().is_err() {
