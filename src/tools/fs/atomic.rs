@@ -135,7 +135,9 @@ pub fn lock(target: &Path, shown: &str, read: bool) -> Result<Locked, ToolError>
     }
 }
 
-/// Waits for an exclusive flock on `file`.
+/// Waits for an exclusive flock on `file`. A file system that has no
+/// locks (ENOLCK, EOPNOTSUPP) leaves only the final check before the
+/// rename to catch a concurrent change.
 fn flock(file: &File) -> io::Result<()> {
     loop {
         // SAFETY: flock on an fd we own; it touches no memory of ours.
@@ -143,8 +145,10 @@ fn flock(file: &File) -> io::Result<()> {
             return Ok(());
         }
         let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => return Ok(()),
+            _ => return Err(err),
         }
     }
 }
