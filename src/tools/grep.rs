@@ -37,6 +37,7 @@
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 
+use memchr::memmem;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -114,19 +115,19 @@ impl Tool for Grep {
         } else {
             args.path
         };
-        let regex = compile(args.pattern)?;
+        let matcher = compile(args.pattern)?;
         let cap = env.max_output();
         let files = Pattern::new(path, glob).map_err(search::invalid_glob)?;
         let sinks = if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             // A file given as `path` would make `path/glob` match nothing;
             // the caller plainly means that file.
-            let mut searcher = Searcher::new(&regex, cap);
+            let mut searcher = Searcher::new(&matcher, cap);
             searcher.found(path.as_bytes().to_vec(), Kind::File, None);
             vec![searcher]
         } else {
             match files {
                 Some(files) => {
-                    search::walk(&files, search::threads(), || Searcher::new(&regex, cap))
+                    search::walk(&files, search::threads(), || Searcher::new(&matcher, cap))
                 }
                 None => Vec::new(),
             }
@@ -197,13 +198,121 @@ fn invalid_pattern(reason: impl std::fmt::Display) -> ToolError {
     )
 }
 
+/// A compiled pattern: the regex, and a piece of literal text every match
+/// contains, when the pattern has one worth searching for.
+#[derive(Clone, Debug)]
+struct Matcher {
+    regex: Regex,
+    /// Lines without it cannot match: the search looks for it (memmem) and
+    /// runs the regex only on the lines that hold it. The regex's own
+    /// prefilter knows only a match's first bytes (`fn ` of
+    /// `fn [a-z_]+_mut\(`, in every other line of Rust), this one the
+    /// rarest-looking (longest) run of literal text anywhere (`_mut(`).
+    literal: Option<memmem::Finder<'static>>,
+}
+
 /// Compiles a POSIX ERE for line matching.
-fn compile(pattern: &str) -> Result<Regex, ToolError> {
+fn compile(pattern: &str) -> Result<Matcher, ToolError> {
     let translated = translate_ere(pattern).map_err(invalid_pattern)?;
-    RegexBuilder::new(&translated)
+    let regex = RegexBuilder::new(&translated)
         .multi_line(true)
         .build()
-        .map_err(|e| invalid_pattern(regex_reason(&e)))
+        .map_err(|e| invalid_pattern(regex_reason(&e)))?;
+    let literal = required_literal(pattern)
+        .filter(|l| l.len() >= MIN_LITERAL)
+        .map(|l| memmem::Finder::new(l.as_bytes()).into_owned());
+    Ok(Matcher { regex, literal })
+}
+
+/// The shortest literal worth a search of its own: shorter ones are too
+/// common to skip many lines.
+const MIN_LITERAL: usize = 3;
+
+/// The longest run of literal characters that every match of the ERE
+/// `pattern` contains, or `None` when that cannot be told simply: an
+/// alternation at the top level or a flag group (`(?i)`) gives none; text
+/// inside groups, brackets, classes and anything a quantifier may repeat or
+/// leave out does not count.
+fn required_literal(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut best = String::new();
+    let mut run = String::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let end_run = |run: &mut String, best: &mut String| {
+        if run.len() > best.len() {
+            *best = std::mem::take(run);
+        }
+        run.clear();
+    };
+    while i < chars.len() {
+        // One element: a literal character, or something else; and where
+        // the next one starts.
+        let (literal, next) = match chars[i] {
+            '\\' => {
+                let escaped = *chars.get(i + 1)?;
+                if escaped.is_ascii_punctuation() {
+                    (Some(escaped), i + 2)
+                } else {
+                    (None, i + 2 + escape_rest(&chars[i + 2..], escaped))
+                }
+            }
+            '[' => (None, translate_bracket(&chars, i, Flavor::Ere).ok()?.1),
+            '(' if chars.get(i + 1) == Some(&'?') => return None,
+            '(' => {
+                depth += 1;
+                (None, i + 1)
+            }
+            ')' if depth > 0 => {
+                depth -= 1;
+                (None, i + 1)
+            }
+            '|' if depth == 0 => return None,
+            '{' => match interval(&chars[i..]) {
+                Some((_, len)) => (None, i + len),
+                None => (Some('{'), i + 1),
+            },
+            '.' | '^' | '$' | '*' | '+' | '?' | '|' | '\n' => (None, i + 1),
+            c => (Some(c), i + 1),
+        };
+        let quantifier = match chars.get(next) {
+            Some('*' | '?') => Some(true),
+            Some('+') => Some(false),
+            Some('{') => interval(&chars[next..]).map(|_| true),
+            _ => None,
+        };
+        match (literal, depth, quantifier) {
+            // Required once, then repeated: it ends the run.
+            (Some(c), 0, Some(false)) => {
+                run.push(c);
+                end_run(&mut run, &mut best);
+            }
+            (Some(c), 0, None) => run.push(c),
+            _ => end_run(&mut run, &mut best),
+        }
+        i = next;
+    }
+    end_run(&mut run, &mut best);
+    Some(best)
+}
+
+/// How many characters after `\X` belong to the escape (as
+/// `translate_ere` reads them): `\p{Greek}`, `\x41`, `\u00e9`, ...
+fn escape_rest(rest: &[char], escaped: char) -> usize {
+    if matches!(escaped, 'p' | 'P' | 'x' | 'u' | 'U' | 'b' | 'B') && rest.first() == Some(&'{') {
+        return rest
+            .iter()
+            .position(|&c| c == '}')
+            .map_or(0, |close| close + 1);
+    }
+    let more = match escaped {
+        'p' | 'P' => 1,
+        'x' => 2,
+        'u' => 4,
+        'U' => 8,
+        _ => 0,
+    };
+    more.min(rest.len())
 }
 
 /// The short reason of a `regex` error: its last line, without the pattern
@@ -366,7 +475,7 @@ fn interval(chars: &[char]) -> Option<(String, usize)> {
 /// and the matching lines of its files, by file. Under a cap it keeps at
 /// most `cap` bytes of them, from the files first in byte order.
 struct Searcher {
-    regex: Regex,
+    matcher: Matcher,
     buf: Vec<u8>,
     cap: Option<usize>,
     /// Each file's matching lines, formatted, each ending in `\n`.
@@ -418,7 +527,7 @@ impl Sink for Searcher {
         let mut text = Vec::new();
         let mut long = Vec::new();
         let count = search_file(
-            &self.regex,
+            &self.matcher,
             file,
             &mut self.buf,
             &path,
@@ -448,9 +557,9 @@ impl Sink for Searcher {
 }
 
 impl Searcher {
-    fn new(regex: &Regex, cap: Option<usize>) -> Searcher {
+    fn new(matcher: &Matcher, cap: Option<usize>) -> Searcher {
         Searcher {
-            regex: regex.clone(),
+            matcher: matcher.clone(),
             buf: vec![0; BLOCK],
             cap,
             files: BTreeMap::new(),
@@ -488,7 +597,7 @@ impl Searcher {
 /// noted in `long` (its number and length); a read error ends the file,
 /// keeping what was found.
 fn search_file(
-    regex: &Regex,
+    matcher: &Matcher,
     mut reader: impl Read,
     buf: &mut Vec<u8>,
     name: &[u8],
@@ -547,7 +656,7 @@ fn search_file(
             }
         };
         let block = &buf[..end];
-        let (found, lines) = search_lines(regex, block, lines_before, name, out, &mut room, !eof);
+        let (found, lines) = search_lines(matcher, block, lines_before, name, out, &mut room, !eof);
         count += found;
         lines_before += lines;
         if eof {
@@ -584,7 +693,7 @@ fn skip_line(reader: &mut impl Read, buf: &mut [u8]) -> (usize, Option<usize>) {
 /// lines in `hay` when `count_lines` (the caller needs it for the next
 /// block).
 fn search_lines(
-    regex: &Regex,
+    matcher: &Matcher,
     hay: &[u8],
     lines_before: usize,
     name: &[u8],
@@ -598,15 +707,27 @@ fn search_lines(
     let mut line = lines_before;
     let mut found = 0;
     while pos < len {
-        let Some(m) = regex.find_at(hay, pos) else {
-            break;
+        // A place where a match may start (the regex's own match, or the
+        // literal every match holds), and the line around it.
+        let start = match &matcher.literal {
+            Some(literal) => match literal.find(&hay[pos..]) {
+                Some(i) => pos + i,
+                None => break,
+            },
+            None => match matcher.regex.find_at(hay, pos) {
+                Some(m) => m.start(),
+                None => break,
+            },
         };
-        let start = m.start();
         if start == len && hay[len - 1] == b'\n' {
             break; // an empty match after the last line end: no line there
         }
         let line_start = memchr::memrchr(b'\n', &hay[pos..start]).map_or(pos, |i| pos + i + 1);
         let line_end = memchr::memchr(b'\n', &hay[start..]).map_or(len, |i| start + i);
+        if matcher.literal.is_some() && !matcher.regex.is_match(&hay[line_start..line_end]) {
+            pos = line_end + 1;
+            continue;
+        }
         line += memchr::memchr_iter(b'\n', &hay[counted..line_start]).count();
         counted = line_start;
         if *room > 0 {
@@ -644,7 +765,7 @@ mod tests {
     /// The matching lines of `text` as `name:line: text`, searched in
     /// blocks of `block` bytes (the buffer grows for longer lines).
     fn grep_text(pattern: &str, text: &[u8], block: usize) -> (usize, String) {
-        let regex = compile(pattern).unwrap();
+        let matcher = compile(pattern).unwrap();
         let mut buf = vec![0; block];
         let mut out = Vec::new();
         // A reader that hands out a few bytes at a time, to cross blocks.
@@ -659,7 +780,7 @@ mod tests {
         }
         let mut long = Vec::new();
         let count = search_file(
-            &regex,
+            &matcher,
             Trickle(text),
             &mut buf,
             b"f",
@@ -763,6 +884,90 @@ mod tests {
             "f:3: a b\n"
         );
         assert_eq!(grep_text("a\nb", text, 64).0, 0);
+    }
+
+    #[test]
+    fn required_literals() {
+        let lit = |p: &str| required_literal(p);
+        assert_eq!(lit(r"fn [a-z_]+_mut\(").as_deref(), Some("_mut("));
+        assert_eq!(lit("PhantomData").as_deref(), Some("PhantomData"));
+        assert_eq!(lit("ab+c").as_deref(), Some("ab"));
+        assert_eq!(lit("xyzw*v").as_deref(), Some("xyz"));
+        assert_eq!(lit("abc?de").as_deref(), Some("ab"));
+        assert_eq!(lit("pre(fix|fox)post").as_deref(), Some("post"));
+        assert_eq!(lit(r"\p{Greek}abc\x41def").as_deref(), Some("abc"));
+        assert_eq!(lit("main() {").as_deref(), Some("main"));
+        assert_eq!(lit("a{2}bcd").as_deref(), Some("bcd"));
+        assert_eq!(lit("^start.*end$").as_deref(), Some("start"));
+        assert_eq!(lit("[abc]def").as_deref(), Some("def"));
+        assert_eq!(lit("x)yz").as_deref(), Some("x)yz"));
+        assert_eq!(lit("one|two"), None);
+        assert_eq!(lit("(?i)abc"), None);
+    }
+
+    #[test]
+    fn the_literal_prefilter_never_changes_the_answer() {
+        let text: String = (0..3000)
+            .map(|i| {
+                let words = [
+                    "fn", "get_mut(", "ab", "abbc", "main() {", "x.y", "(a)", "a{2}", "é",
+                ];
+                format!(
+                    "{} {} {}\n",
+                    words[i % 9],
+                    words[(i * 7) % 9],
+                    words[(i * 5 + 1) % 9]
+                )
+            })
+            .collect();
+        for pattern in [
+            r"fn [a-z_]+_mut\(",
+            " ab+c",
+            " abb?c",
+            r"main\(\) \{",
+            "main() {",
+            r"x\.y$",
+            "^ab ",
+            "a{2}",
+            r"\(a\)",
+            "é f",
+            r"get_mut\(",
+        ] {
+            let with = compile(pattern).unwrap();
+            let without = Matcher {
+                literal: None,
+                ..with.clone()
+            };
+            let run = |m: &Matcher| {
+                let (mut buf, mut out, mut long) = (vec![0; 4096], Vec::new(), Vec::new());
+                let n = search_file(
+                    m,
+                    text.as_bytes(),
+                    &mut buf,
+                    b"f",
+                    usize::MAX,
+                    &mut out,
+                    &mut long,
+                );
+                (n, out)
+            };
+            assert_eq!(run(&with), run(&without), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn the_literal_prefilter_finds_what_the_regex_finds() {
+        let text = b"fn a_mut(x)\nlet y_mut(\nfn get_mut(&mut self)\nfn X_mut(\n_mut( fn z_mut(";
+        let (count, out) = grep_text(r"fn [a-z_]+_mut\(", text, 8);
+        assert_eq!(count, 3);
+        assert_eq!(
+            out,
+            "f:1: fn a_mut(x)\nf:3: fn get_mut(&mut self)\nf:5: _mut( fn z_mut(\n"
+        );
+        assert_eq!(
+            grep_text("^abc$", b"abc\nxabc\nabc", 64).1,
+            "f:1: abc\nf:3: abc\n"
+        );
     }
 
     #[test]
