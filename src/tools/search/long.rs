@@ -116,95 +116,93 @@ pub fn stat(path: &[u8], follow: bool) -> Option<(Kind, (u64, u64))> {
 }
 
 /// An open directory: listed once, then the base its files are opened from.
+/// Listed with getdents64 straight into a buffer on the stack: no `DIR`
+/// stream (whose opening costs an fstat and a heap buffer per directory)
+/// and no allocation per entry.
 pub struct Dir {
-    stream: *mut libc::DIR,
+    fd: OwnedFd,
 }
 
-// SAFETY: the stream is read by one thread (`entries`, before the Dir is
-// shared); afterwards only its descriptor is used, and openat on one
-// descriptor from several threads is safe.
-unsafe impl Send for Dir {}
-// SAFETY: as above.
-unsafe impl Sync for Dir {}
+/// The getdents64 buffer, in u64s so its records are aligned.
+const DIRENT_BUFFER: usize = 4096;
 
 impl Dir {
     /// Opens the directory `path` (`""`: the working directory).
     pub fn open(path: &[u8]) -> io::Result<Dir> {
         let name = cstring(if path.is_empty() { b"." } else { path })?;
-        let fd = match open_at(libc::AT_FDCWD, &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        let fd = match open_at(libc::AT_FDCWD, &name, flags) {
             Err(e) if too_long(&e) => {
                 let at = At::new(path)?;
-                open_at(at.dirfd(), &at.rest, libc::O_RDONLY | libc::O_DIRECTORY)?
+                open_at(at.dirfd(), &at.rest, flags)?
             }
             other => other?,
         };
-        let raw = fd.as_raw_fd();
-        // SAFETY: fdopendir takes over `raw`, released from `fd` only when
-        // it succeeds; closedir (in Drop) closes it.
-        let stream = unsafe { libc::fdopendir(raw) };
-        if stream.is_null() {
-            return Err(io::Error::last_os_error());
-        }
-        std::mem::forget(fd);
-        Ok(Dir { stream })
+        Ok(Dir { fd })
     }
 
-    /// Its entries (`.` and `..` left out), each with what it is, not
-    /// following symbolic links. Called once, before the Dir is shared.
-    pub fn entries(&mut self) -> Vec<(Vec<u8>, Kind)> {
-        let mut entries = Vec::new();
+    /// Calls `visit` with each entry's name and what it is (not following
+    /// symbolic links), `.` and `..` left out. Called once.
+    pub fn each_entry(&mut self, mut visit: impl FnMut(&[u8], Kind)) {
+        let mut buf = [0u64; DIRENT_BUFFER];
         loop {
-            // SAFETY: a valid stream, read by this thread alone (`&mut`);
-            // the entry is read before the next call.
-            let entry = unsafe { libc::readdir64(self.stream) };
-            if entry.is_null() {
-                break;
-            }
-            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
-            let (name, d_type) = unsafe {
-                let e = &*entry;
-                (std::ffi::CStr::from_ptr(e.d_name.as_ptr()), e.d_type)
+            // SAFETY: getdents64 writes at most the buffer's size into it.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr(),
+                    std::mem::size_of_val(&buf),
+                )
             };
-            let bytes = name.to_bytes();
-            if bytes == b"." || bytes == b".." {
-                continue;
+            if n <= 0 {
+                return; // the end, or an error: what was listed stands
             }
-            let kind = match d_type {
-                libc::DT_REG => Kind::File,
-                libc::DT_DIR => Kind::Dir,
-                libc::DT_LNK => Kind::Symlink,
-                libc::DT_UNKNOWN => match stat_at(self.fd(), name, libc::AT_SYMLINK_NOFOLLOW) {
-                    Ok((kind, _)) => kind,
-                    Err(_) => continue,
-                },
-                _ => Kind::Other,
-            };
-            entries.push((bytes.to_vec(), kind));
+            // SAFETY: the kernel filled `n` bytes of the buffer.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
+            let mut at = 0;
+            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type
+            // u8, then the NUL-terminated name.
+            while at + 19 < bytes.len() {
+                let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
+                if reclen == 0 || at + reclen > bytes.len() {
+                    return;
+                }
+                let d_type = bytes[at + 18];
+                let record = &bytes[at + 19..at + reclen];
+                let name = &record[..memchr::memchr(0, record).unwrap_or(record.len())];
+                at += reclen;
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let kind = match d_type {
+                    libc::DT_REG => Kind::File,
+                    libc::DT_DIR => Kind::Dir,
+                    libc::DT_LNK => Kind::Symlink,
+                    libc::DT_UNKNOWN => {
+                        let Ok(c) = cstring(name) else { continue };
+                        match stat_at(self.fd.as_raw_fd(), &c, libc::AT_SYMLINK_NOFOLLOW) {
+                            Ok((kind, _)) => kind,
+                            Err(_) => continue,
+                        }
+                    }
+                    _ => Kind::Other,
+                };
+                visit(name, kind);
+            }
         }
-        entries
-    }
-
-    fn fd(&self) -> RawFd {
-        // SAFETY: a valid stream.
-        unsafe { libc::dirfd(self.stream) }
     }
 
     /// Opens the file `name` of this directory for reading, without
     /// blocking on a FIFO.
     pub fn open_file(&self, name: &[u8]) -> io::Result<File> {
         let fd = open_at(
-            self.fd(),
+            self.fd.as_raw_fd(),
             &cstring(name)?,
             libc::O_RDONLY | libc::O_NONBLOCK,
         )?;
         Ok(File::from(fd))
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        // SAFETY: the stream from fdopendir, closed once.
-        unsafe { libc::closedir(self.stream) };
     }
 }
 
@@ -300,7 +298,9 @@ mod tests {
         let at = At::new(&whole).unwrap();
         assert_eq!(at.stat(false).unwrap().0, Kind::Dir);
         let mut dir = Dir::open(&whole).unwrap();
-        assert_eq!(dir.entries(), [(b"f.txt".to_vec(), Kind::File)]);
+        let mut entries = Vec::new();
+        dir.each_entry(|name, kind| entries.push((name.to_vec(), kind)));
+        assert_eq!(entries, [(b"f.txt".to_vec(), Kind::File)]);
         assert!(dir.open_file(b"f.txt").is_ok());
         let mut file = whole.clone();
         file.extend_from_slice(b"/f.txt");

@@ -341,9 +341,7 @@ impl Walker<'_> {
             }
         };
         let mut opened = Dir::open(dir).ok()?;
-        for (name, kind) in opened.entries() {
-            visit(&name, kind);
-        }
+        opened.each_entry(&mut visit);
         Some(Arc::new(opened))
     }
 
