@@ -177,6 +177,7 @@ class Timer:
 
     def __init__(self):
         self.max_load = loadavg()
+        self.cpu = {}
 
     def times(self, cmd, *, runs, warmup, shell=False, prepare=None, env=None,
               ignore_failure=False):
@@ -194,9 +195,17 @@ class Timer:
             argv.append(cmd if isinstance(cmd, str) else shlex.join(cmd))
             run(argv, env=env)
             with open(out) as f:
-                times = json.load(f)["results"][0]["times"]
+                result = json.load(f)["results"][0]
         self.max_load = max(self.max_load, loadavg())
-        return times
+        # CPU time (user + system, hyperfine's means) per run, for rows
+        # where a loaded machine makes wall time say little.
+        self.cpu.setdefault(argv[-1], []).append(result["user"] + result["system"])
+        return result["times"]
+
+    def cpu_time(self, cmd):
+        """The mean CPU time of `cmd` over every round timed so far."""
+        key = cmd if isinstance(cmd, str) else shlex.join(cmd)
+        return statistics.mean(self.cpu[key])
 
     def medians(self, cmds, *, runs, warmup, rounds=2):
         """cmds: label -> dict(cmd=..., shell=, prepare=, env=). Alternates
@@ -600,6 +609,8 @@ def bench_grep_tree(t):
         what = f"{kind} `{pattern}`, {len(mine)} matches"
         rows.append(ratio_row("grep-tree", what, m["ours"], "rg", m["rg"], 0.7))
         rows.append(ratio_row("grep-tree", what, m["ours"], "GNU grep", m["gnu"], None))
+        rows.append(ratio_row("grep-tree", f"{what}, CPU time", t.cpu_time(ours), "rg",
+                              t.cpu_time(rg), None))
     # Memory with far more matches than an answer can hold, under the cap
     # a host sets: what is kept is bounded by the cap, not by the matches.
     many = [tool_path("grep"), json.dumps({"pattern": GREP_MANY, "glob": "**/*.rs",
@@ -645,6 +656,8 @@ def bench_glob_tree(t):
                     f"without saying it cut: {p.stdout[-200:]!r}")
     return [ratio_row("glob-tree", what, m["ours"], "fd", m["fd"], 0.7),
             ratio_row("glob-tree", what, m["ours"], "find", m["find"], None),
+            ratio_row("glob-tree", f"{what}, CPU time", t.cpu_time(ours), "fd",
+                      t.cpu_time(fd), None),
             memory_row("glob-tree", f"peak memory, `**/*`, {got['count']} paths, 1 MiB cap",
                        peak)]
 
