@@ -93,9 +93,32 @@ impl Tool for Glob {
             None => Vec::new(),
         };
         let count = sinks.iter().map(|s| s.count).sum();
+        let out_of_memory = || {
+            ToolError::new(
+                ErrorCode::OutOfMemory,
+                format!(
+                    "Out of memory: the {count} paths found do not fit in memory; \
+                     narrow the pattern or path"
+                ),
+            )
+        };
+        if sinks.iter().any(|s| s.out_of_memory) {
+            return Err(out_of_memory());
+        }
         let mut paths: Vec<Vec<u8>> = sinks.into_iter().flat_map(|s| s.paths).collect();
         paths.sort_unstable();
-        let output = lossy_text(paths.join(&b'\n'));
+        let mut joined = Vec::new();
+        joined
+            .try_reserve_exact(paths.iter().map(|p| p.len() + 1).sum())
+            .map_err(|_| out_of_memory())?;
+        for (i, path) in paths.iter().enumerate() {
+            if i > 0 {
+                joined.push(b'\n');
+            }
+            joined.extend_from_slice(path);
+        }
+        drop(paths);
+        let output = lossy_text(joined);
         Ok(match cap {
             Some(cap) => {
                 let mut answer = output_and_count(String::new(), count);
@@ -118,6 +141,8 @@ struct Paths {
     /// Under a cap, once paths were dropped: the last one kept. Paths after
     /// it could never be shown.
     bound: Option<Vec<u8>>,
+    /// Memory ran out for the paths: the answer is OUT_OF_MEMORY.
+    out_of_memory: bool,
 }
 
 impl Paths {
@@ -128,6 +153,7 @@ impl Paths {
             bytes: 0,
             count: 0,
             bound: None,
+            out_of_memory: false,
         }
     }
 
@@ -152,6 +178,10 @@ impl Paths {
 impl Sink for Paths {
     fn found(&mut self, path: Vec<u8>, _kind: Kind, _dir: Option<&Dir>) {
         self.count += 1;
+        if self.out_of_memory || self.paths.try_reserve(1).is_err() {
+            self.out_of_memory = true;
+            return;
+        }
         let Some(cap) = self.cap else {
             self.paths.push(path);
             return;

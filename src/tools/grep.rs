@@ -28,7 +28,8 @@
 //! keeps at most the cap's worth of matching lines, those of the files
 //! first in byte order, and only counts the rest; the answer shows the
 //! first lines that fit and says how many more there are, so 600,000
-//! matches cost what one answer costs. Without a cap every line is shown.
+//! matches cost what one answer costs. Without a cap every line is shown;
+//! lines that memory cannot hold make the answer OUT_OF_MEMORY.
 //!
 //! Speed: the walk and the searches share every core; each file is read in
 //! large blocks and the regex runs over a whole block of lines at once, lines
@@ -133,12 +134,27 @@ impl Tool for Grep {
             }
         };
         let count: usize = sinks.iter().map(|s| s.count).sum();
+        let out_of_memory = || {
+            ToolError::new(
+                ErrorCode::OutOfMemory,
+                format!(
+                    "Out of memory: the {count} matching lines found do not fit in memory; \
+                     narrow the pattern, glob or path"
+                ),
+            )
+        };
+        if sinks.iter().any(|s| s.out_of_memory) {
+            return Err(out_of_memory());
+        }
         let mut files: Vec<(&[u8], &[u8])> = sinks
             .iter()
             .flat_map(|s| s.files.iter().map(|(p, t)| (p.as_slice(), t.as_slice())))
             .collect();
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let mut output = Vec::with_capacity(files.iter().map(|f| f.1.len()).sum());
+        let mut output = Vec::new();
+        output
+            .try_reserve_exact(files.iter().map(|f| f.1.len()).sum())
+            .map_err(|_| out_of_memory())?;
         for (_, lines) in files {
             if cap.is_some_and(|cap| output.len() > cap) {
                 break; // more than the answer can show
@@ -485,6 +501,8 @@ struct Searcher {
     /// Matching lines found, kept or not.
     count: usize,
     long_lines: Vec<LongLine>,
+    /// Memory ran out for the lines to show: the answer is OUT_OF_MEMORY.
+    out_of_memory: bool,
 }
 
 /// The read block; it grows only for a line longer than itself. Small
@@ -529,15 +547,20 @@ impl Sink for Searcher {
         };
         let mut text = Vec::new();
         let mut long = Vec::new();
+        let mut budget = Budget {
+            room,
+            out_of_memory: false,
+        };
         let count = search_file(
             &self.matcher,
             file,
             &mut self.buf,
             &path,
-            room,
+            &mut budget,
             &mut text,
             &mut long,
         );
+        self.out_of_memory |= budget.out_of_memory;
         if self.buf.len() > BLOCK {
             // One long line must not keep its buffer for the other files.
             self.buf = vec![0; BLOCK];
@@ -569,6 +592,7 @@ impl Searcher {
             kept: 0,
             count: 0,
             long_lines: Vec::new(),
+            out_of_memory: false,
         }
     }
 
@@ -593,6 +617,13 @@ impl Searcher {
     }
 }
 
+/// How much more matching text one file's search may keep, and whether
+/// memory ran out while keeping it.
+struct Budget {
+    room: usize,
+    out_of_memory: bool,
+}
+
 /// Searches `reader` block by block (each block ending at a line end, `buf`
 /// growing only for a longer line); appends the matching lines to `out`
 /// while `out` holds at most `room` bytes; returns how many lines matched.
@@ -604,7 +635,7 @@ fn search_file(
     mut reader: impl Read,
     buf: &mut Vec<u8>,
     name: &[u8],
-    room: usize,
+    budget: &mut Budget,
     out: &mut Vec<u8>,
     long: &mut Vec<(usize, u64)>,
 ) -> usize {
@@ -614,7 +645,6 @@ fn search_file(
     let mut filled = 0;
     let mut lines_before = 0;
     let mut count = 0;
-    let mut room = room;
     loop {
         let mut eof = false;
         while filled < buf.len() {
@@ -659,7 +689,7 @@ fn search_file(
             }
         };
         let block = &buf[..end];
-        let (found, lines) = search_lines(matcher, block, lines_before, name, out, &mut room, !eof);
+        let (found, lines) = search_lines(matcher, block, lines_before, name, out, budget, !eof);
         count += found;
         lines_before += lines;
         if eof {
@@ -701,7 +731,7 @@ fn search_lines(
     lines_before: usize,
     name: &[u8],
     out: &mut Vec<u8>,
-    room: &mut usize,
+    budget: &mut Budget,
     count_lines: bool,
 ) -> (usize, usize) {
     let len = hay.len();
@@ -733,7 +763,13 @@ fn search_lines(
         }
         line += memchr::memchr_iter(b'\n', &hay[counted..line_start]).count();
         counted = line_start;
-        if *room > 0 {
+        // The name, `:LINE: `, the text and its newline.
+        let need = name.len() + 24 + (line_end - line_start);
+        if budget.room > 0 && out.try_reserve(need).is_err() {
+            budget.room = 0;
+            budget.out_of_memory = true;
+        }
+        if budget.room > 0 {
             let before = out.len();
             out.extend_from_slice(name);
             // Writing into a Vec cannot fail.
@@ -741,11 +777,11 @@ fn search_lines(
             out.extend_from_slice(&hay[line_start..line_end]);
             out.push(b'\n');
             let len = out.len() - before;
-            if len > *room {
+            if len > budget.room {
                 out.truncate(before);
-                *room = 0;
+                budget.room = 0;
             } else {
-                *room -= len;
+                budget.room -= len;
             }
         }
         found += 1;
@@ -782,12 +818,16 @@ mod tests {
             }
         }
         let mut long = Vec::new();
+        let mut budget = Budget {
+            room: usize::MAX,
+            out_of_memory: false,
+        };
         let count = search_file(
             &matcher,
             Trickle(text),
             &mut buf,
             b"f",
-            usize::MAX,
+            &mut budget,
             &mut out,
             &mut long,
         );
@@ -943,12 +983,16 @@ mod tests {
             };
             let run = |m: &Matcher| {
                 let (mut buf, mut out, mut long) = (vec![0; 4096], Vec::new(), Vec::new());
+                let mut budget = Budget {
+                    room: usize::MAX,
+                    out_of_memory: false,
+                };
                 let n = search_file(
                     m,
                     text.as_bytes(),
                     &mut buf,
                     b"f",
-                    usize::MAX,
+                    &mut budget,
                     &mut out,
                     &mut long,
                 );

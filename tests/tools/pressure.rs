@@ -517,3 +517,27 @@ fn glob_and_grep_find_a_path_longer_than_path_max() {
     // The scratch directory cannot remove what no whole path reaches.
     let _ = Command::new("rm").arg("-rf").arg(dir.path()).status();
 }
+
+/// Without a cap grep answers in full, and an answer that memory cannot
+/// hold (100 MB of matching lines under a 160 MB address-space limit) is
+/// OUT_OF_MEMORY as JSON, not an abort.
+#[test]
+fn grep_out_of_memory_is_an_answer() {
+    let dir = scratch();
+    let line = format!("match {}\n", "x".repeat(250));
+    std::fs::write(dir.path().join("big.txt"), line.repeat(400_000)).unwrap();
+    let out = super::file_support::call_memory_limited(
+        "grep",
+        &json!({"pattern": "match", "path": dir.path()}),
+        160,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({
+            "error": "Out of memory: the 400000 matching lines found do not fit in memory; \
+                      narrow the pattern, glob or path",
+            "error_code": "OUT_OF_MEMORY",
+        })
+    );
+}
