@@ -307,10 +307,10 @@ impl Keep for Clip {
         let room = self.cap - self.head.len();
         if room > 0 {
             let n = room.min(data.len());
-            self.head.extend_from_slice(&data[..n]);
+            Keep::keep(&mut self.head, &data[..n])?;
             data = &data[n..];
         }
-        self.tail.extend_from_slice(data);
+        Keep::keep(&mut self.tail, data)?;
         // Trimmed now and then, not at every chunk: amortised, and never
         // more than twice the cap held.
         if self.tail.len() > 2 * self.cap {
