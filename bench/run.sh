@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite (issue 6): us against the tools a user would otherwise
+# The benchmark suite: us against the tools a user would otherwise
 # use, on this machine, in one run.
 #
 #   bench/run.sh            every benchmark

@@ -7,7 +7,11 @@
 //! `maximum`, `minLength`, `maxLength`, `required`. An optional parameter given
 //! as `null` counts as absent, so OpenAI strict mode (which sends every
 //! property, `null` for the unused ones) round-trips.
+//!
+//! A tool then reads the validated arguments into a struct of its own with
+//! [`typed`], its defaults stated once on the struct's fields.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::ToolError;
@@ -68,6 +72,14 @@ pub fn validate(
         }
     }
     Ok(out)
+}
+
+/// The validated arguments as the tool's own struct, strings borrowed from
+/// `args` (a file's content is not copied). Validation has already checked
+/// every type the struct asks for, so a failure here means the struct and
+/// the schema disagree; it is still answered as INVALID_ARG, never a panic.
+pub fn typed<'a, T: Deserialize<'a>>(args: &'a Map<String, Value>) -> Result<T, ToolError> {
+    T::deserialize(args).map_err(|e| ToolError::invalid_arg(format!("invalid arguments: {e}")))
 }
 
 fn check_value(name: &str, prop: &Value, value: &Value) -> Result<Value, ToolError> {
@@ -268,6 +280,31 @@ mod tests {
     fn integral_floats_become_integers() {
         let out = check(json!({"path": "a", "count": 5.0})).unwrap();
         assert!(out["count"].is_i64());
+    }
+
+    #[test]
+    fn typed_reads_validated_arguments_with_defaults() {
+        #[derive(Deserialize)]
+        struct Args<'a> {
+            path: &'a str,
+            #[serde(default = "ten")]
+            count: u64,
+            #[serde(default)]
+            all: bool,
+        }
+        fn ten() -> u64 {
+            10
+        }
+        let map = check(json!({"path": "a/b", "all": null})).unwrap();
+        let args: Args = typed(&map).unwrap();
+        assert_eq!((args.path, args.count, args.all), ("a/b", 10, false));
+        let map = check(json!({"path": "x", "count": 3.0, "all": true})).unwrap();
+        let args: Args = typed(&map).unwrap();
+        assert_eq!((args.path, args.count, args.all), ("x", 3, true));
+        let bad = json!({"count": 1}).as_object().unwrap().clone();
+        let err = typed::<Args>(&bad).err().unwrap();
+        assert_eq!(err.code, ErrorCode::InvalidArg);
+        assert!(err.message.contains("path"), "{}", err.message);
     }
 
     #[test]

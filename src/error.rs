@@ -25,6 +25,9 @@ pub enum ErrorCode {
     ReadError,
     NotFound,
     NotUnique,
+    // file_write, file_edit: another program changed the file while it
+    // was being written (spec README, decision 33).
+    FileChanged,
     // Web tools (web-tools.md).
     AuthMissing,
     AuthInvalid,
@@ -57,6 +60,7 @@ impl ErrorCode {
             ReadError => "READ_ERROR",
             NotFound => "NOT_FOUND",
             NotUnique => "NOT_UNIQUE",
+            FileChanged => "FILE_CHANGED",
             AuthMissing => "AUTH_MISSING",
             AuthInvalid => "AUTH_INVALID",
             RateLimit => "RATE_LIMIT",

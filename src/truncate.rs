@@ -61,6 +61,63 @@ pub fn fit_clipped(answer: &mut Value, key: &str, clipped: Clipped, cap: usize) 
     );
 }
 
+/// Sets `answer[key]` to the longest run of whole lines from the start of
+/// `lines` (`\n`-separated, none ending in one) that lets the answer fit in
+/// `cap` bytes as printed, followed, when any of the `total` lines found is
+/// not shown, by a line saying how many (`what` names them: "matching
+/// lines", "paths"). For listings collected under the cap (grep, glob):
+/// they kept only their first lines, so the head is all there is to show.
+pub fn fit_head_lines(
+    answer: &mut Value,
+    key: &str,
+    lines: &str,
+    total: usize,
+    what: &str,
+    cap: usize,
+) {
+    let shown_all = if lines.is_empty() {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', lines.as_bytes()).count() + 1
+    };
+    answer[key] = Value::String(String::new());
+    let others = json_len(answer) - "\"\"".len();
+    if shown_all == total && others + json_len(lines) <= cap {
+        answer[key] = Value::String(lines.to_string());
+        return;
+    }
+    // The marker's length with the most digits its count can have.
+    let room = cap.saturating_sub(others + json_len(&head_marker(total, total, what, cap)) + 1);
+    let mut used = 2; // the quotes
+    let mut end = 0; // the end of the last line that fits
+    let mut shown = 0;
+    for line in lines.split('\n') {
+        let next = json_len(line) - 2 + usize::from(shown > 0) * 2;
+        if used + next > room {
+            break;
+        }
+        used += next;
+        end += line.len() + usize::from(shown > 0);
+        shown += 1;
+    }
+    let mut text = String::with_capacity(end + 200);
+    text.push_str(&lines[..end]);
+    if shown > 0 {
+        text.push('\n');
+    }
+    text.push_str(&head_marker(total - shown, total, what, cap));
+    answer[key] = Value::String(text);
+}
+
+/// The line that ends a listing of which `omitted` of `total` entries are
+/// not shown.
+fn head_marker(omitted: usize, total: usize, what: &str, cap: usize) -> String {
+    format!(
+        "[... {omitted} more of {total} {what} not shown: the answer exceeds the {cap}-byte \
+         output limit; ask for less (a narrower pattern or path) ...]"
+    )
+}
+
 /// Puts into `answer[key]` (now `null`) the longest head and tail of a
 /// text (`head` a prefix, `tail` a suffix, `total` its length) that let the
 /// answer fit in `cap`, with the marker between them.
@@ -241,6 +298,37 @@ mod tests {
     fn gives_up_gracefully_when_nothing_can_be_cut() {
         let mut answer = json!({"n": 12345});
         assert!(!fit(&mut answer, 3));
+    }
+
+    #[test]
+    fn head_lines_fit_with_a_count_of_the_rest() {
+        let lines: Vec<String> = (0..1000).map(|i| format!("f:{i}: \u{0}x")).collect();
+        let text = lines.join("\n");
+        let mut answer = json!({"output": null, "count": 5000});
+        fit_head_lines(&mut answer, "output", &text, 5000, "matching lines", 2000);
+        let printed = serde_json::to_vec(&answer).unwrap().len();
+        assert!(printed <= 2000, "{printed}");
+        assert!(printed > 1700, "{printed}: room was left unused");
+        let out = answer["output"].as_str().unwrap();
+        let shown = out.lines().count() - 1;
+        assert!(out.starts_with("f:0: \u{0}x\nf:1: "));
+        assert!(out.ends_with(&format!(
+            "[... {} more of 5000 matching lines not shown: the answer exceeds the 2000-byte \
+             output limit; ask for less (a narrower pattern or path) ...]",
+            5000 - shown
+        )));
+
+        // All of it fits: untouched, no marker.
+        let mut answer = json!({"output": null, "count": 2});
+        fit_head_lines(&mut answer, "output", "a\nb", 2, "paths", 2000);
+        assert_eq!(answer["output"], "a\nb");
+        // Nothing fits but the marker.
+        let mut answer = json!({"output": null});
+        fit_head_lines(&mut answer, "output", &"x".repeat(500), 1, "paths", 200);
+        assert!(answer["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("[... 1 more of 1 paths"));
     }
 
     #[test]

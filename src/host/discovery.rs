@@ -1,12 +1,13 @@
 //! Discovery (decisions 2, 11 and 18): every executable file (or link to one)
 //! at the top of the system and the user directory is run with `--schema`,
-//! all at once, under one deadline (1 s). A tool that answers unusably but in
-//! time is asked again with `--describe` (shellclaw protocol) and remembered
-//! as such; one that hangs is killed, group and all, and skipped without a
-//! second try, so a directory of broken tools costs at most the deadline.
-//! Every file that does not become a tool is kept with the reason. Probes in
-//! flight are capped by the open-file limit; queued ones start as others
-//! finish.
+//! all at once, each under a deadline (1 s) from its start. A tool that
+//! answers unusably but in time is asked again with `--describe` (shellclaw
+//! protocol) and remembered as such; one that hangs is killed, group and all,
+//! and skipped without a second try, so a directory of broken tools costs at
+//! most the deadline. Every file that does not become a tool is kept with the
+//! reason. Probes in flight are capped by the open-file limit; queued ones
+//! start as others finish, each with its own deadline, so every tool is found
+//! whatever the limit (a small one only makes discovery take longer).
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -139,18 +140,23 @@ struct Probe {
     protocol: Protocol,
     proc: Option<Proc>,
     killed: Option<Killed>,
+    /// When the probe (both its tries) has had its time: the discovery
+    /// deadline counts from its own start, so probes that wait their turn
+    /// under a small open-file limit get the same time as the first.
+    deadline: Instant,
     /// Why `--schema` failed, once `--describe` is being tried.
     first_failure: Option<String>,
     outcome: Option<Result<Value, String>>,
 }
 
 impl Probe {
-    fn start(candidate: Candidate, protocol: Protocol) -> Probe {
+    fn start(candidate: Candidate, protocol: Protocol, deadline: Instant) -> Probe {
         let mut probe = Probe {
             candidate,
             protocol,
             proc: None,
             killed: None,
+            deadline,
             first_failure: None,
             outcome: None,
         };
@@ -198,12 +204,9 @@ fn probe_all(
     settings: &Settings,
     skipped: &mut Vec<Skipped>,
 ) -> Vec<Entry> {
-    let deadline = Instant::now() + settings.discovery_deadline;
     let in_flight = probes_in_flight();
     let mut queue: VecDeque<Candidate> = candidates.into();
     let mut probes: Vec<Probe> = Vec::new();
-    // Probes that never started, because the deadline came first.
-    let mut late = Vec::new();
     loop {
         let now = Instant::now();
         let running = probes.iter().filter(|p| p.proc.is_some()).count();
@@ -211,14 +214,8 @@ fn probe_all(
             let Some(candidate) = queue.pop_front() else {
                 break;
             };
-            if now < deadline {
-                probes.push(Probe::start(candidate, Protocol::Ikigai));
-            } else {
-                late.push(candidate);
-            }
-        }
-        if now >= deadline {
-            late.extend(queue.drain(..));
+            let deadline = now + settings.discovery_deadline;
+            probes.push(Probe::start(candidate, Protocol::Ikigai, deadline));
         }
         for probe in probes.iter_mut() {
             let settled = probe.proc.as_ref().is_some_and(|p| p.settled(now));
@@ -230,17 +227,21 @@ fn probe_all(
             }
         }
         let mut running: Vec<&mut Proc> = Vec::new();
+        // The earliest deadline of a probe still running.
+        let mut until = now + settings.discovery_deadline;
         for probe in probes.iter_mut() {
             let Some(proc) = probe.proc.as_mut() else {
                 continue;
             };
             if !proc.killed() && !proc.exited() {
-                if now >= deadline {
+                if now >= probe.deadline {
                     proc.kill();
                     probe.killed = Some(Killed::Deadline);
                 } else if proc.out.truncated() {
                     proc.kill();
                     probe.killed = Some(Killed::TooBig);
+                } else {
+                    until = until.min(probe.deadline);
                 }
             }
             running.push(proc);
@@ -248,22 +249,13 @@ fn probe_all(
         if running.is_empty() && queue.is_empty() {
             break;
         }
-        // Past the deadline, the killed processes' own drain times wake us.
-        let until = if now < deadline {
-            deadline
-        } else {
-            now + settings.discovery_deadline
-        };
+        if running.is_empty() {
+            // Every probe in flight just ended: start the next ones now, not
+            // after waiting on nothing.
+            continue;
+        }
+        // Killed processes' own drain times wake us too.
         child::step(&mut running, until);
-    }
-    for candidate in late {
-        skipped.push(Skipped {
-            path: candidate.path,
-            reason: format!(
-                "not probed: discovery's {} ran out first (too many tools for the open-file limit)",
-                format_secs(settings.discovery_deadline)
-            ),
-        });
     }
     let mut found = Vec::new();
     for probe in probes {
@@ -294,13 +286,15 @@ fn probe_all(
 
 /// Descriptors one probe holds open: its stdout, its stderr and its pidfd.
 const FDS_PER_PROBE: usize = 3;
-/// Descriptors left for everything else (and each spawn's passing ones).
+/// Descriptors left for everything else (and each spawn's passing ones),
+/// or half the limit when it is small: under `ulimit -n 64` probes still
+/// run several at once.
 const FDS_SPARE: usize = 64;
 
 /// How many probes may run at once within the open-file limit.
 fn probes_in_flight() -> usize {
     let limit = open_file_limit().unwrap_or(1024);
-    (limit.saturating_sub(FDS_SPARE) / FDS_PER_PROBE).max(1)
+    (limit.saturating_sub(FDS_SPARE.min(limit / 2)) / FDS_PER_PROBE).max(1)
 }
 
 /// The soft limit on open files.

@@ -17,10 +17,14 @@
 //! temporary file of [`fs::atomic`]: for one occurrence, the unchanged head
 //! and tail are copied in the kernel (copy_file_range) around the
 //! replacement; for `replace_all`, a second streaming pass writes unchanged
-//! slices and replacements in turn. Should the file change between the
-//! passes (its size or modification time differ at the end), nothing is
-//! replaced and the answer says so. The rename keeps the file's mode and any
+//! slices and replacements in turn. The rename keeps the file's mode and any
 //! symbolic link that led to it.
+//!
+//! No edit is lost: the file is locked before it is read (see
+//! [`fs::atomic`]), so edits of one file by our tools run one after the
+//! other, each on the content the one before left. Should another program
+//! change the file while it is being edited, nothing is replaced and the
+//! answer is FILE_CHANGED.
 //!
 //! When the string is missing, the NOT_FOUND message says whether it would
 //! have matched with the file's line endings, with trailing whitespace
@@ -31,21 +35,33 @@
 //! `new_string`, checked before the file is touched; then those of opening
 //! (FILE_NOT_FOUND, PERMISSION_DENIED when the file may not be written,
 //! decision 17, OPEN_FAILED for directories and devices), READ_FAILED,
-//! NOT_FOUND, NOT_UNIQUE, and those of the write (NO_SPACE, WRITE_FAILED).
+//! NOT_FOUND, NOT_UNIQUE, and those of the write (NO_SPACE, WRITE_FAILED,
+//! FILE_CHANGED).
 
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use memchr::memmem;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::fs;
+use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 
 pub struct FileEdit;
+
+#[derive(Deserialize)]
+struct Args<'a> {
+    file_path: &'a str,
+    old_string: &'a str,
+    new_string: &'a str,
+    #[serde(default)]
+    replace_all: bool,
+}
 
 const SCHEMA: &str = r#"{
   "name": "file_edit",
@@ -80,8 +96,9 @@ const SCHEMA: &str = r#"{
 const WRITE_BUFFER: usize = 1 << 18;
 
 /// Read size of a streaming pass: large enough that the per-read cost
-/// vanishes, small enough to stay in the CPU's caches.
-const READ_BUFFER: usize = 1 << 20;
+/// vanishes, small enough that the kernel's copy into it stays in the
+/// CPU's cache.
+const READ_BUFFER: usize = 64 << 10;
 
 impl Tool for FileEdit {
     fn name(&self) -> &'static str {
@@ -95,13 +112,12 @@ impl Tool for FileEdit {
     }
 
     fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
-        let path = args["file_path"].as_str().unwrap_or_default();
-        let old = args["old_string"].as_str().unwrap_or_default();
-        let new = args["new_string"].as_str().unwrap_or_default();
-        let replace_all = args
-            .get("replace_all")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let Args {
+            file_path: path,
+            old_string: old,
+            new_string: new,
+            replace_all,
+        } = args::typed(args)?;
         fs::check_path(path)?;
         if old.is_empty() {
             return Err(ToolError::invalid_arg("old_string cannot be empty"));
@@ -115,7 +131,10 @@ impl Tool for FileEdit {
         let target = fs::resolve_link(Path::new(path)).map_err(|e| fs::open_error(&e, path))?;
         // Opened for reading and writing: a file the caller may not write is
         // refused here, before anything is read or replaced (decision 17).
-        let (file, meta) = fs::open_for_update(&target, path, true)?.ok_or_else(|| {
+        // Locked before it is read, so no other edit of ours slips between
+        // the read and the rename.
+        let locked = fs::atomic::lock(&target, path, true)?;
+        let (file, meta) = locked.existing().ok_or_else(|| {
             ToolError::new(ErrorCode::FileNotFound, format!("File not found: {path}"))
         })?;
         let (old, new) = (old.as_bytes(), new.as_bytes());
@@ -123,32 +142,30 @@ impl Tool for FileEdit {
         let read_error = |e: Failure| e.into_tool_error(path);
 
         let count = if replace_all {
-            if scan(&file, &finder, false, 1, None)
+            if scan(file, &finder, false, 1, None)
                 .map_err(read_error)?
                 .count
                 == 0
             {
                 return Ok(answer(0, path));
             }
-            fs::atomic::replace(&target, path, Some(&meta), |sink| {
+            fs::atomic::replace(&locked, path, |sink| {
                 let mut out = BufWriter::with_capacity(WRITE_BUFFER, sink);
-                let found = scan(&file, &finder, false, usize::MAX, Some((&mut out, new)))
+                let found = scan(file, &finder, false, usize::MAX, Some((&mut out, new)))
                     .map_err(read_error)?;
                 out.flush().map_err(|e| fs::atomic::write_error(&e, path))?;
-                unchanged_since(&file, &meta, path)?;
                 Ok(found.count)
             })?
         } else {
-            let found = scan(&file, &finder, true, usize::MAX, None).map_err(read_error)?;
+            let found = scan(file, &finder, true, usize::MAX, None).map_err(read_error)?;
             match (found.first, found.count) {
-                (Some(first), 1) => fs::atomic::replace(&target, path, Some(&meta), |sink| {
+                (Some(first), 1) => fs::atomic::replace(&locked, path, |sink| {
                     let after = first + old.len() as u64;
                     let tail = meta.len().saturating_sub(after);
                     let write_error = |e: io::Error| fs::atomic::write_error(&e, path);
-                    sink.copy_from(&file, 0, first).map_err(write_error)?;
+                    sink.copy_from(file, 0, first).map_err(write_error)?;
                     sink.write_all(new).map_err(write_error)?;
-                    sink.copy_from(&file, after, tail).map_err(write_error)?;
-                    unchanged_since(&file, &meta, path)?;
+                    sink.copy_from(file, after, tail).map_err(write_error)?;
                     Ok(1)
                 })?,
                 (None, _) if meta.len() > NEAR_MISS_LIMIT => {
@@ -160,15 +177,14 @@ impl Tool for FileEdit {
                     ));
                 }
                 (None, _) => {
-                    let mut file = file;
                     let content =
-                        fs::read_whole(&mut file).map_err(|e| fs::read_error(&e, path))?;
+                        fs::read_whole(file, meta.len()).map_err(|e| fs::read_error(&e, path))?;
                     return Err(not_found(&content, old));
                 }
                 (Some(_), overlapping) => {
                     // Counted as replace_all counts (non-overlapping), so
                     // "found N times" and "Replaced N" agree.
-                    let apart = scan(&file, &finder, false, usize::MAX, None)
+                    let apart = scan(file, &finder, false, usize::MAX, None)
                         .map_err(read_error)?
                         .count;
                     let message = if apart > 1 {
@@ -198,22 +214,6 @@ fn answer(count: usize, path: &str) -> Value {
         "output": format!("Replaced {count} {noun} in {}", fs::basename(path)),
         "replacements": count,
     })
-}
-
-/// Fails the edit when the file changed while it was being copied: its new
-/// content would mix with the old.
-fn unchanged_since(file: &File, before: &Metadata, path: &str) -> Result<(), ToolError> {
-    let now = file.metadata().map_err(|e| fs::read_error(&e, path))?;
-    if now.len() == before.len() && now.modified().ok() == before.modified().ok() {
-        return Ok(());
-    }
-    Err(ToolError::new(
-        ErrorCode::ReadFailed,
-        format!(
-            "Failed to read file: {path} (it changed while being edited; \
-             nothing was replaced, read it again)"
-        ),
-    ))
 }
 
 /// What one streaming pass found.
@@ -544,7 +544,7 @@ mod tests {
 
     #[test]
     fn occurrences_across_read_boundaries_are_found_once() {
-        // Needles placed across the 1 MiB read boundary, and a needle longer
+        // Needles placed across the read boundaries, and a needle longer
         // than the buffer's usual size.
         let mut content = vec![b'.'; READ_BUFFER * 3];
         for at in [READ_BUFFER - 3, 2 * READ_BUFFER - 1, 3 * READ_BUFFER - 6] {

@@ -10,8 +10,13 @@
 //! a range deep in a huge file costs one pass up to it and memory for the
 //! range only. Bytes that are not UTF-8 are shown as U+FFFD.
 //!
-//! Memory: what cannot be allocated is OUT_OF_MEMORY saying what to ask
-//! instead (a range, fewer lines), never an abort. A file that reports size 0
+//! Memory: under the host's output cap (`IKIGAI_MAX_OUTPUT`) only what the
+//! answer can show is kept: the first and the last cap bytes of the text,
+//! counting the rest, so a 5 GB file costs what its answer costs (a whole
+//! file is not even read between its head and its tail). Without a cap the
+//! answer is the whole text, and memory its size. What cannot be allocated
+//! is OUT_OF_MEMORY saying what to ask instead (a range, fewer lines),
+//! never an abort. A file that reports size 0
 //! (procfs, sysfs) may still have content, even without end
 //! (/proc/self/pagemap): at most 64 MiB is read from it, and more is
 //! OUT_OF_MEMORY.
@@ -31,16 +36,31 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::fs;
+use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::lossy_text;
+use crate::truncate::{self, Clipped};
 
 pub struct FileRead;
+
+#[derive(Deserialize)]
+struct Args<'a> {
+    file_path: &'a str,
+    #[serde(default = "first_line")]
+    offset: i64,
+    limit: Option<i64>,
+}
+
+fn first_line() -> i64 {
+    1
+}
 
 const SCHEMA: &str = r#"{
   "name": "file_read",
@@ -67,8 +87,9 @@ const SCHEMA: &str = r#"{
 }"#;
 
 /// Read size while scanning for a range: large enough that the per-read cost
-/// vanishes next to the newline scan.
-const CHUNK: usize = 1 << 20;
+/// vanishes next to the newline scan, small enough that the kernel's copy
+/// into it stays in the CPU's cache.
+const CHUNK: usize = 64 << 10;
 
 /// The most file_read takes from a file that reports no size (see
 /// `execute`).
@@ -85,30 +106,36 @@ impl Tool for FileRead {
         SCHEMA
     }
 
-    fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
-        let path = args["file_path"].as_str().unwrap_or_default();
+    fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
+        let Args {
+            file_path: path,
+            offset,
+            limit,
+        } = args::typed(args)?;
         fs::check_path(path)?;
-        let offset = line_count(args, "offset", 1, " (lines are numbered from 1)")?;
-        let limit = line_count(args, "limit", 0, "")?;
-        let mut file = open(path)?;
+        let offset = at_least("offset", offset, 1, " (lines are numbered from 1)")?;
+        let limit = limit
+            .map(|limit| at_least("limit", limit, 0, ""))
+            .transpose()?;
+        let (file, size) = open(path)?;
         // A file that reports size 0 may still have content (procfs,
         // sysfs), even without end (/proc/self/pagemap): take at most
         // UNSIZED_LIMIT bytes of it. A sized file is bounded by its size.
-        let unsized_file = file.metadata().map(|m| m.len()).unwrap_or(0) == 0;
-        let whole = (offset.unwrap_or(1), limit) == (1, None);
+        let whole = (offset, limit) == (1, None);
         let mut over_bound = false;
-        let bytes = if !unsized_file && whole {
-            fs::read_whole(&mut file)
-        } else if !unsized_file {
-            read_lines(&mut file, offset.unwrap_or(1), limit)
-        } else {
-            // One page more than the limit: reaching the bound means there
-            // is more. Read in chunks of CHUNK bytes: pagemap refuses reads
-            // of partial entries, which read_to_end's probing reads can be.
-            let mut input = Read::take(&file, UNSIZED_LIMIT + 4096);
-            let bytes = read_lines(&mut input, offset.unwrap_or(1), limit);
-            over_bound = input.limit() == 0;
-            bytes
+        let text = match env.max_output() {
+            Some(cap) if size > 0 && whole => read_clipped_whole(&file, size, cap),
+            Some(cap) => {
+                let mut clip = Clip::new(cap);
+                read_range(&file, size, offset, limit, &mut clip, &mut over_bound)
+                    .map(|()| clip.into_text())
+            }
+            None if size > 0 && whole => fs::read_whole(&file, size).map(Text::Whole),
+            None => {
+                let mut bytes = Vec::new();
+                read_range(&file, size, offset, limit, &mut bytes, &mut over_bound)
+                    .map(|()| Text::Whole(bytes))
+            }
         };
         if over_bound {
             return Err(ToolError::new(
@@ -120,7 +147,7 @@ impl Tool for FileRead {
                 ),
             ));
         }
-        let bytes = bytes.map_err(|e| match e.kind() {
+        let text = text.map_err(|e| match e.kind() {
             io::ErrorKind::OutOfMemory => ToolError::new(
                 ErrorCode::OutOfMemory,
                 if whole {
@@ -137,30 +164,195 @@ impl Tool for FileRead {
             ),
             _ => fs::read_error(&e, path),
         })?;
-        Ok(json!({ "output": lossy_text(bytes) }))
+        Ok(match text {
+            Text::Whole(bytes) => json!({ "output": lossy_text(bytes) }),
+            Text::Clipped { head, tail, total } => {
+                let mut answer = json!({ "output": null });
+                let clipped = Clipped {
+                    head: lossy_text(head),
+                    tail: lossy_text(tail),
+                    total: total as usize,
+                };
+                // The cap is set: this arm is only reached with one.
+                truncate::fit_clipped(
+                    &mut answer,
+                    "output",
+                    clipped,
+                    env.max_output().unwrap_or(0),
+                );
+                answer
+            }
+        })
     }
 }
 
-/// An optional line-count argument, at least `min`.
-fn line_count(
-    args: &Map<String, Value>,
-    name: &str,
-    min: u64,
-    why: &str,
-) -> Result<Option<u64>, ToolError> {
-    let Some(value) = args.get(name) else {
-        return Ok(None);
-    };
-    match value.as_u64() {
-        Some(n) if n >= min => Ok(Some(n)),
-        _ => Err(ToolError::invalid_arg(format!(
+/// What was read: all of it, or (under a cap) its start and its end.
+enum Text {
+    Whole(Vec<u8>),
+    Clipped {
+        head: Vec<u8>,
+        tail: Vec<u8>,
+        total: u64,
+    },
+}
+
+/// A line-count argument, at least `min`.
+fn at_least(name: &str, value: i64, min: i64, why: &str) -> Result<u64, ToolError> {
+    if value >= min {
+        Ok(value as u64)
+    } else {
+        Err(ToolError::invalid_arg(format!(
             "parameter '{name}' must be at least {min}{why}, got {value}"
-        ))),
+        )))
     }
 }
 
-/// Opens `path` for reading, refusing (promptly) anything but a regular file.
-fn open(path: &str) -> Result<File, ToolError> {
+/// Lines `offset..offset + limit` of `file` (of fstat size `size`) into
+/// `out`. A file that reports no size is read up to UNSIZED_LIMIT bytes;
+/// `over_bound` says it had more.
+fn read_range(
+    file: &File,
+    size: u64,
+    offset: u64,
+    limit: Option<u64>,
+    out: &mut impl Keep,
+    over_bound: &mut bool,
+) -> io::Result<()> {
+    if size > 0 {
+        return read_lines(&mut &*file, offset, limit, out);
+    }
+    // One page more than the limit: reaching the bound means there is
+    // more. Read in chunks of CHUNK bytes: pagemap refuses reads of partial
+    // entries, which read_to_end's probing reads can be.
+    let mut input = Read::take(file, UNSIZED_LIMIT + 4096);
+    let done = read_lines(&mut input, offset, limit, out);
+    *over_bound = input.limit() == 0;
+    done
+}
+
+/// A whole file of `size` bytes under a cap: only its first and last `cap`
+/// bytes are read; the middle could never be shown.
+fn read_clipped_whole(file: &File, size: u64, cap: usize) -> io::Result<Text> {
+    if size <= 2 * cap as u64 {
+        return fs::read_whole(file, size).map(Text::Whole);
+    }
+    let read_exact_at = |len: usize, at: u64| -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len)
+            .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        buf.resize(len, 0);
+        file.read_exact_at(&mut buf, at)?;
+        Ok(buf)
+    };
+    let head = read_exact_at(cap, 0)?;
+    let tail = read_exact_at(cap, size - cap as u64)?;
+    Ok(Text::Clipped {
+        head: head[..char_end(&head)].to_vec(),
+        tail: tail[char_start(&tail)..].to_vec(),
+        total: size,
+    })
+}
+
+/// Where the text read is kept: all of it (a Vec), or its ends ([`Clip`]).
+trait Keep {
+    fn keep(&mut self, data: &[u8]) -> io::Result<()>;
+}
+
+impl Keep for Vec<u8> {
+    /// Memory that cannot be had is OutOfMemory, not an abort (a range with
+    /// a line of gigabytes).
+    fn keep(&mut self, data: &[u8]) -> io::Result<()> {
+        self.try_reserve(data.len())
+            .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        self.extend_from_slice(data);
+        Ok(())
+    }
+}
+
+/// The first `cap` bytes of a text and (about) its last `cap`, and its
+/// length: all an answer capped at `cap` bytes can show of it.
+struct Clip {
+    cap: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: u64,
+}
+
+impl Clip {
+    fn new(cap: usize) -> Clip {
+        Clip {
+            cap,
+            head: Vec::new(),
+            tail: Vec::new(),
+            total: 0,
+        }
+    }
+
+    fn into_text(self) -> Text {
+        if self.tail.is_empty() {
+            return Text::Whole(self.head);
+        }
+        let cut = self.tail.len().saturating_sub(self.cap);
+        let tail = &self.tail[cut..];
+        Text::Clipped {
+            head: self.head[..char_end(&self.head)].to_vec(),
+            tail: tail[char_start(tail)..].to_vec(),
+            total: self.total,
+        }
+    }
+}
+
+impl Keep for Clip {
+    fn keep(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.total += data.len() as u64;
+        let room = self.cap - self.head.len();
+        if room > 0 {
+            let n = room.min(data.len());
+            Keep::keep(&mut self.head, &data[..n])?;
+            data = &data[n..];
+        }
+        Keep::keep(&mut self.tail, data)?;
+        // Trimmed now and then, not at every chunk: amortised, and never
+        // more than twice the cap held.
+        if self.tail.len() > 2 * self.cap {
+            self.tail.drain(..self.tail.len() - self.cap);
+        }
+        Ok(())
+    }
+}
+
+/// The end of the last whole UTF-8 character of `bytes`: a head cut inside
+/// a character would show a U+FFFD the file does not have.
+fn char_end(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=3.min(len) {
+        let b = bytes[len - back];
+        if b & 0xC0 != 0x80 {
+            let need = match b {
+                0xF0..=0xF7 => 4,
+                0xE0..=0xEF => 3,
+                0xC0..=0xDF => 2,
+                _ => 1,
+            };
+            return if need > back { len - back } else { len };
+        }
+    }
+    len
+}
+
+/// The start of the first whole UTF-8 character of `bytes` (a tail cut
+/// inside one skips its continuation bytes).
+fn char_start(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|&&b| b & 0xC0 == 0x80)
+        .count()
+}
+
+/// Opens `path` for reading, refusing (promptly) anything but a regular
+/// file; returns it with its fstat size.
+fn open(path: &str) -> Result<(File, u64), ToolError> {
     // O_NONBLOCK: opening a FIFO must not wait for a writer. O_NOCTTY: a
     // terminal must not become our controlling terminal.
     let mut file = OpenOptions::new()
@@ -171,7 +363,7 @@ fn open(path: &str) -> Result<File, ToolError> {
     let meta = file.metadata().map_err(|_| size_failed(path))?;
     let kind = meta.file_type();
     if kind.is_file() {
-        Ok(file)
+        Ok((file, meta.len()))
     } else if kind.is_dir() {
         Err(fs::not_a_file(path, kind))
     } else if kind.is_fifo() || kind.is_socket() || file.stream_position().is_err() {
@@ -199,10 +391,14 @@ fn size_failed(path: &str) -> ToolError {
 /// Lines `offset..offset + limit` (1-based; all the rest without a limit),
 /// read in chunks: lines before the range are counted, never kept, and
 /// reading stops at the range's last newline.
-fn read_lines(input: &mut impl Read, offset: u64, limit: Option<u64>) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
+fn read_lines(
+    input: &mut impl Read,
+    offset: u64,
+    limit: Option<u64>,
+    out: &mut impl Keep,
+) -> io::Result<()> {
     if limit == Some(0) {
-        return Ok(out);
+        return Ok(());
     }
     // Newlines still to pass before the range starts, and, with a limit,
     // newlines that end the range's remaining lines.
@@ -211,7 +407,7 @@ fn read_lines(input: &mut impl Read, offset: u64, limit: Option<u64>) -> io::Res
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = match input.read(&mut buf) {
-            Ok(0) => return Ok(out),
+            Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
@@ -230,14 +426,14 @@ fn read_lines(input: &mut impl Read, offset: u64, limit: Option<u64>) -> io::Res
             }
         }
         match to_take {
-            None => append(&mut out, chunk)?,
+            None => out.keep(chunk)?,
             Some(wanted) => match nth_newline(chunk, wanted) {
                 Ok(at) => {
-                    append(&mut out, &chunk[..=at])?;
-                    return Ok(out);
+                    out.keep(&chunk[..=at])?;
+                    return Ok(());
                 }
                 Err(seen) => {
-                    append(&mut out, chunk)?;
+                    out.keep(chunk)?;
                     to_take = Some(wanted - seen);
                 }
             },
@@ -256,15 +452,6 @@ fn nth_newline(bytes: &[u8], n: u64) -> Result<usize, u64> {
         }
     }
     Err(seen)
-}
-
-/// Appends `data` to `out`; memory that cannot be had is OutOfMemory, not
-/// an abort (a range with a line of gigabytes).
-fn append(out: &mut Vec<u8>, data: &[u8]) -> io::Result<()> {
-    out.try_reserve(data.len())
-        .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-    out.extend_from_slice(data);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -288,16 +475,54 @@ mod tests {
     }
 
     fn lines(data: &str, offset: u64, limit: Option<u64>) -> String {
-        let whole = read_lines(&mut data.as_bytes(), offset, limit).unwrap();
+        let mut whole = Vec::new();
+        read_lines(&mut data.as_bytes(), offset, limit, &mut whole).unwrap();
         for step in [1, 2, 3, 7] {
             let mut trickle = Trickle {
                 data: data.as_bytes(),
                 step,
             };
-            let pieces = read_lines(&mut trickle, offset, limit).unwrap();
+            let mut pieces = Vec::new();
+            read_lines(&mut trickle, offset, limit, &mut pieces).unwrap();
             assert_eq!(pieces, whole, "step {step}: {data:?} {offset} {limit:?}");
         }
         String::from_utf8(whole).unwrap()
+    }
+
+    #[test]
+    fn clip_keeps_the_ends_and_counts_the_rest() {
+        let mut clip = Clip::new(4);
+        for piece in [&b"ab"[..], b"cdef", b"ghijklmnopq", b"rs"] {
+            clip.keep(piece).unwrap();
+        }
+        let Text::Clipped { head, tail, total } = clip.into_text() else {
+            panic!("not clipped");
+        };
+        assert_eq!(
+            (&head[..], &tail[..], total),
+            (&b"abcd"[..], &b"pqrs"[..], 19)
+        );
+        let mut clip = Clip::new(8);
+        clip.keep(b"short").unwrap();
+        assert!(matches!(clip.into_text(), Text::Whole(b) if b == b"short"));
+    }
+
+    #[test]
+    fn cuts_fall_between_characters() {
+        let text = "aé€😀".as_bytes(); // 1, 2, 3, 4 bytes
+        for cut in 0..=text.len() {
+            let head = &text[..cut];
+            assert!(
+                std::str::from_utf8(&head[..char_end(head)]).is_ok(),
+                "{cut}"
+            );
+            let tail = &text[cut..];
+            assert!(
+                std::str::from_utf8(&tail[char_start(tail)..]).is_ok(),
+                "{cut}"
+            );
+        }
+        assert_eq!(char_end("aé".as_bytes()), 3);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! (local-tools.md, "Tool: file-write"; spec README, decisions 7 and 17).
 //!
 //! The content replaces the file atomically ([`fs::atomic`]): the old
-//! content or the new, never a torn file, and no temporary file left behind
-//! on failure. An existing file keeps its permission bits; a new one gets the
+//! content or the new, never a torn file, and no temporary file left behind,
+//! even by a kill. Writes of one file by our tools happen one after the
+//! other (the file's lock), so concurrent writes never interleave. An existing file keeps its permission bits; a new one gets the
 //! default mode (0666 less the umask, typically 0644). A symbolic link is
 //! written through to the file it names and stays a link. The parent
 //! directory must exist.
@@ -16,18 +17,27 @@
 //! | the parent directory is missing; a link loop; ... | OPEN_FAILED "Cannot open file: PATH" |
 //! | a directory, FIFO or device (never opened, never replaced) | OPEN_FAILED "Cannot open file: PATH (is a directory)" ... |
 //! | the disk or quota is full | NO_SPACE "No space left on device: PATH", old content intact |
+//! | another program replaced or wrote the file meanwhile | FILE_CHANGED "File changed while being edited: PATH (...)", nothing replaced |
 //! | another write, flush or rename failure | WRITE_FAILED "Failed to write file: PATH" |
 
 use std::io::Write;
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::fs;
+use crate::args;
 use crate::error::ToolError;
 use crate::tool::{Env, Tool};
 
 pub struct FileWrite;
+
+#[derive(Deserialize)]
+struct Args<'a> {
+    file_path: &'a str,
+    content: &'a str,
+}
 
 const SCHEMA: &str = r#"{
   "name": "file_write",
@@ -61,13 +71,13 @@ impl Tool for FileWrite {
     }
 
     fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
-        let path = args["file_path"].as_str().unwrap_or_default();
-        let content = args["content"].as_str().unwrap_or_default().as_bytes();
+        let Args { file_path, content } = args::typed(args)?;
+        let (path, content) = (file_path, content.as_bytes());
         fs::check_path(path)?;
         let target = fs::resolve_link(Path::new(path)).map_err(|e| fs::open_error(&e, path))?;
-        // Opened only to prove the caller may write it; the fd is not written.
-        let existing = fs::open_for_update(&target, path, false)?.map(|(_, meta)| meta);
-        fs::atomic::replace(&target, path, existing.as_ref(), |sink| {
+        // The file is opened (not written) to prove the caller may write it.
+        let locked = fs::atomic::lock(&target, path, false)?;
+        fs::atomic::replace(&locked, path, |sink| {
             sink.write_all(content)
                 .map_err(|e| fs::atomic::write_error(&e, path))
         })?;

@@ -17,16 +17,31 @@
 //! would mislead the model into thinking the files are absent, so that is
 //! READ_ERROR, saying why. A malformed pattern is INVALID_PATTERN, saying what
 //! is wrong.
+//!
+//! Memory: under the host's output cap (`IKIGAI_MAX_OUTPUT`) each thread
+//! keeps only the first paths in byte order that the answer could show and
+//! counts the rest; `count` is every path found, and the answer says how
+//! many are not shown.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::args;
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::fs;
-use crate::tools::search::{self, Kind, Pattern, Sink};
+use crate::tools::search::{self, Dir, Kind, Pattern, Sink};
 use crate::tools::{lossy_text, output_and_count};
+use crate::truncate;
 
 pub struct Glob;
+
+#[derive(Deserialize)]
+struct Args<'a> {
+    pattern: &'a str,
+    #[serde(default)]
+    path: &'a str,
+}
 
 const SCHEMA: &str = r#"{
   "name": "glob",
@@ -59,9 +74,8 @@ impl Tool for Glob {
         SCHEMA
     }
 
-    fn execute(&self, args: &Map<String, Value>, _env: &Env) -> Result<Value, ToolError> {
-        let pattern = args["pattern"].as_str().unwrap_or_default();
-        let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+    fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
+        let Args { pattern, path } = args::typed(args)?;
         let glob = Pattern::new(path, pattern).map_err(search::invalid_glob)?;
         if !path.is_empty() && !pattern.starts_with('/') {
             if let Err(e) = std::fs::read_dir(path) {
@@ -74,24 +88,113 @@ impl Tool for Glob {
                 ));
             }
         }
-        let mut paths: Vec<Vec<u8>> = match glob {
-            Some(glob) => search::walk(&glob, search::threads(), || Paths(Vec::new()))
-                .into_iter()
-                .flat_map(|sink| sink.0)
-                .collect(),
+        let cap = env.max_output();
+        let sinks = match glob {
+            Some(glob) => search::walk(&glob, search::threads(), || Paths::new(cap)),
             None => Vec::new(),
         };
+        let count = sinks.iter().map(|s| s.count).sum();
+        let out_of_memory = || {
+            ToolError::new(
+                ErrorCode::OutOfMemory,
+                format!(
+                    "Out of memory: the {count} paths found do not fit in memory; \
+                     narrow the pattern or path"
+                ),
+            )
+        };
+        if sinks.iter().any(|s| s.out_of_memory) {
+            return Err(out_of_memory());
+        }
+        let mut paths: Vec<Vec<u8>> = sinks.into_iter().flat_map(|s| s.paths).collect();
         paths.sort_unstable();
-        let output = paths.join(&b'\n');
-        Ok(output_and_count(lossy_text(output), paths.len()))
+        let mut joined = Vec::new();
+        joined
+            .try_reserve_exact(paths.iter().map(|p| p.len() + 1).sum())
+            .map_err(|_| out_of_memory())?;
+        for (i, path) in paths.iter().enumerate() {
+            if i > 0 {
+                joined.push(b'\n');
+            }
+            joined.extend_from_slice(path);
+        }
+        drop(paths);
+        let output = lossy_text(joined);
+        Ok(match cap {
+            Some(cap) => {
+                let mut answer = output_and_count(String::new(), count);
+                truncate::fit_head_lines(&mut answer, "output", &output, count, "paths", cap);
+                answer
+            }
+            None => output_and_count(output, count),
+        })
     }
 }
 
-/// One thread's findings.
-struct Paths(Vec<Vec<u8>>);
+/// One thread's findings: all of them, or under a cap only the first in
+/// byte order that fill it, and how many there were.
+struct Paths {
+    cap: Option<usize>,
+    paths: Vec<Vec<u8>>,
+    /// Bytes of `paths`, a newline each included.
+    bytes: usize,
+    count: usize,
+    /// Under a cap, once paths were dropped: the last one kept. Paths after
+    /// it could never be shown.
+    bound: Option<Vec<u8>>,
+    /// Memory ran out for the paths: the answer is OUT_OF_MEMORY.
+    out_of_memory: bool,
+}
+
+impl Paths {
+    fn new(cap: Option<usize>) -> Paths {
+        Paths {
+            cap,
+            paths: Vec::new(),
+            bytes: 0,
+            count: 0,
+            bound: None,
+            out_of_memory: false,
+        }
+    }
+
+    /// Keeps the first paths in byte order that fill `cap`.
+    fn compact(&mut self, cap: usize) {
+        self.paths.sort_unstable();
+        let mut bytes = 0;
+        let keep = self
+            .paths
+            .iter()
+            .take_while(|p| {
+                bytes += p.len() + 1;
+                bytes <= cap
+            })
+            .count();
+        self.paths.truncate(keep);
+        self.bytes = self.paths.iter().map(|p| p.len() + 1).sum();
+        self.bound = Some(self.paths.last().cloned().unwrap_or_default());
+    }
+}
 
 impl Sink for Paths {
-    fn found(&mut self, path: Vec<u8>, _kind: Kind) {
-        self.0.push(path);
+    fn found(&mut self, path: Vec<u8>, _kind: Kind, _dir: Option<&Dir>) {
+        self.count += 1;
+        if self.out_of_memory || self.paths.try_reserve(1).is_err() {
+            self.out_of_memory = true;
+            return;
+        }
+        let Some(cap) = self.cap else {
+            self.paths.push(path);
+            return;
+        };
+        if self.bound.as_ref().is_some_and(|bound| path > *bound) {
+            return;
+        }
+        self.bytes += path.len() + 1;
+        self.paths.push(path);
+        // Sorted and cut now and then, so the cost stays n log n.
+        if self.bytes > 2 * cap {
+            self.compact(cap);
+        }
     }
 }

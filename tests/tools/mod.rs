@@ -7,6 +7,7 @@ mod file_support;
 mod file_write;
 mod glob;
 mod grep;
+mod pressure;
 mod protocol;
 mod web_fetch;
 mod web_search_brave;

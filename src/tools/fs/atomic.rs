@@ -1,109 +1,419 @@
 //! All-or-nothing replacement of a file's content, for file_write and
-//! file_edit (spec README, decisions 7 and 17).
+//! file_edit (spec README, decisions 7, 17 and 33): no torn file, no lost
+//! update, no temporary file left behind.
 //!
-//! The new content goes into a temporary file created in the target's own
-//! directory (so the final rename(2) stays on one file system and is atomic),
-//! is flushed to disk with fdatasync(2) (its writeback started early, see
-//! [`Sink`]), and is renamed over the target: a crash, a kill or a full disk
-//! leaves either the old content or the new, never a torn file. On any
-//! failure the temporary file is removed before the tool answers. An existing target keeps its permission bits and, as far as
-//! the caller may give them, its owner and group. The target is always a
-//! resolved path (see [`super::resolve_link`]), so a symbolic link that led to
-//! it stays a link.
+//! **One writer at a time.** [`lock`] takes an exclusive flock(2) on the
+//! target before anything is read: on the file itself when it exists, on its
+//! directory when the write creates it. A waiter may wake to find that the
+//! file it locked was replaced meanwhile (the previous writer renamed its
+//! new content over it); it then locks the new file and looks again, so an
+//! edit always reads the content the previous writer left and applies on
+//! top of it. Just before the new content takes the target's place, the
+//! target is checked once more: still the file that was locked and read,
+//! with the same size and modification time. A program that ignores the
+//! lock and changes the file meanwhile makes the write fail with
+//! FILE_CHANGED, and nothing is replaced; one that changes it in the few
+//! microseconds between that check and the rename is the one case no lock
+//! that others may ignore can catch.
 //!
-//! What a rename cannot keep: other hard links to the old file keep the old
-//! content, and extended attributes and ACLs of the old file are not copied.
-//! Replacing needs write permission on the directory; when the file is
-//! writable but its directory is not, the answer says so.
+//! **Nothing left behind.** The new content goes into an unnamed file
+//! (O_TMPFILE) in the target's own directory (so the final rename(2) stays
+//! on one file system and is atomic): a kill at any instant before it is
+//! complete leaves nothing to clean up. It is flushed with fdatasync(2)
+//! (its writeback started early, see [`Sink`]), given a name with
+//! linkat(2), and renamed over the target; a new file is linked straight to
+//! its name. On file systems without O_TMPFILE the temporary file is named
+//! from the start. Either way its name is fixed, `.NAME.ikigai-tmp`, and it
+//! is only ever used under the target's lock: a file of that name found by
+//! the lock's holder can only be left from a writer that was killed, and is
+//! removed before the name is used again. So a kill leaves at most that one
+//! file, and the next write of the same file removes it.
+//!
+//! An existing target keeps its permission bits and, as far as the caller
+//! may give them, its owner and group. The target is always a resolved path
+//! (see [`super::resolve_link`]), so a symbolic link that led to it stays a
+//! link. What a rename cannot keep: other hard links to the old file keep
+//! the old content, and extended attributes and ACLs of the old file are not
+//! copied. Replacing needs write permission on the directory; when the file
+//! is writable but its directory is not, the answer says so.
 
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{ErrorCode, ToolError};
 
 /// The longest piece of the target's name copied into the temporary file's
-/// name, so that name stays under NAME_MAX (255) with its dot, random part
-/// and suffix.
+/// name, so that name stays under NAME_MAX (255) with its dot, hash and
+/// suffix.
 const MAX_NAME_IN_TEMP: usize = 200;
+
+/// The temporary file's suffix: what marks a leftover as ours.
+const TEMP_SUFFIX: &[u8] = b".ikigai-tmp";
 
 /// How much the temporary file accumulates before its writeback is started.
 const WRITEBACK: u64 = 8 << 20;
 
-/// Replaces the content of `target` with what `fill` writes into the
-/// temporary file, and returns what `fill` returned; an error from `fill`
-/// (write errors mapped with [`write_error`]) abandons the replacement.
-/// `existing` is the target's metadata when it exists (its mode and owner
-/// are kept); `None` creates a new file with the default mode, 0666 less the
-/// umask. `shown` is the path as the caller gave it, for messages.
-pub fn replace<T>(
-    target: &Path,
-    shown: &str,
-    existing: Option<&Metadata>,
-    fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
-) -> Result<T, ToolError> {
+/// The right to replace `target`: held from before it is read until after
+/// the new content is in place. Dropping it releases the lock.
+pub struct Locked {
+    target: PathBuf,
+    dir: PathBuf,
+    /// The existing target, opened and locked, with its metadata as of
+    /// when the lock was taken; `None` when the write creates the file.
+    existing: Option<(File, Metadata)>,
+    /// The directory, locked, when the write creates the file (`None` when
+    /// the directory cannot be opened for reading: then no lock is taken).
+    _dir_lock: Option<File>,
+}
+
+impl Locked {
+    /// The existing target, open (for reading too when [`lock`] was asked
+    /// to), and its metadata.
+    pub fn existing(&self) -> Option<(&File, &Metadata)> {
+        self.existing.as_ref().map(|(f, m)| (f, m))
+    }
+}
+
+/// Locks `target` (a resolved path) for an update, waiting for any other
+/// writer of ours to finish. Opens an existing target for writing, and
+/// reading too when `read` is set, refusing what [`super::open_for_update`]
+/// refuses; `shown` is the path as the caller gave it, for messages.
+pub fn lock(target: &Path, shown: &str, read: bool) -> Result<Locked, ToolError> {
     if !super::names_a_file(target) {
         return Err(super::cannot_open(shown, None));
     }
-    let (dir, name) = match (target.parent(), target.file_name()) {
-        (Some(dir), Some(name)) => (dir, name),
-        _ => return Err(super::cannot_open(shown, None)),
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        Some(_) => PathBuf::from("."),
+        None => return Err(super::cannot_open(shown, None)),
     };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let prefix = temp_prefix(name.as_bytes());
-    // `make_in` with our own open keeps the errno (tempfile's own `tempfile_in`
-    // wraps it away), and mode 0666 lets the kernel apply the umask.
-    let mut temp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .make_in(dir, |path| {
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(path)
-        })
-        .map_err(|e| create_error(&e, shown, existing.is_some()))?;
+    loop {
+        match super::open_for_update(target, shown, read)? {
+            Some((file, _)) => {
+                flock(&file).map_err(|e| super::open_error(&e, shown))?;
+                // The previous holder may have renamed its new content over
+                // the file we waited on: then that one is the file to edit.
+                let meta = file.metadata().map_err(|e| super::open_error(&e, shown))?;
+                if same_file(target, &meta) {
+                    return Ok(Locked {
+                        target: target.to_path_buf(),
+                        dir,
+                        existing: Some((file, meta)),
+                        _dir_lock: None,
+                    });
+                }
+            }
+            None => {
+                let dir_lock = match File::open(&dir) {
+                    Ok(d) => {
+                        flock(&d).map_err(|e| super::open_error(&e, shown))?;
+                        Some(d)
+                    }
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                        return Err(super::cannot_open(shown, None))
+                    }
+                    // A directory we may write but not read: no lock to take;
+                    // the final link still never overwrites a file.
+                    Err(_) => None,
+                };
+                if matches!(std::fs::symlink_metadata(target), Err(e) if e.kind() == io::ErrorKind::NotFound)
+                {
+                    return Ok(Locked {
+                        target: target.to_path_buf(),
+                        dir,
+                        existing: None,
+                        _dir_lock: dir_lock,
+                    });
+                }
+            }
+        }
+    }
+}
 
-    // From here on, dropping `temp` (any early return) removes the file.
+/// Waits for an exclusive flock on `file`. A file system that has no
+/// locks (ENOLCK, EOPNOTSUPP) leaves only the final check before the
+/// rename to catch a concurrent change.
+fn flock(file: &File) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on an fd we own; it touches no memory of ours.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => return Ok(()),
+            _ => return Err(err),
+        }
+    }
+}
+
+/// Whether `path` names the file whose metadata is `meta`.
+fn same_file(path: &Path, meta: &Metadata) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()))
+}
+
+/// Replaces the content of the locked target with what `fill` writes into
+/// the temporary file, and returns what `fill` returned; an error from
+/// `fill` (write errors mapped with [`write_error`]) abandons the
+/// replacement. An existing target's mode and owner are kept; a new file
+/// gets the default mode, 0666 less the umask. `shown` is the path as the
+/// caller gave it, for messages.
+pub fn replace<T>(
+    locked: &Locked,
+    shown: &str,
+    fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    replace_with(locked, shown, true, fill)
+}
+
+/// [`replace`], with an unnamed temporary file when `unnamed` and the file
+/// system allows it (`false` tests the named way on any file system).
+fn replace_with<T>(
+    locked: &Locked,
+    shown: &str,
+    unnamed: bool,
+    fill: impl FnOnce(&mut Sink) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    let exists = locked.existing.is_some();
+    let Some(name) = locked.target.file_name() else {
+        return Err(super::cannot_open(shown, None));
+    };
+    let temp_path = locked.dir.join(temp_name(name.as_bytes()));
+    // Only a writer killed while holding this lock can have left it.
+    remove_leftover(&temp_path);
+    let mut temp = Temp::create(&locked.dir, &temp_path, unnamed)
+        .map_err(|e| create_error(&e, shown, exists))?;
+
     let written = fill(&mut Sink {
-        file: temp.as_file_mut(),
+        file: &mut temp.file,
         written: 0,
         started: 0,
     })?;
-    if let Some(meta) = existing {
-        keep_owner_and_mode(temp.as_file(), meta).map_err(|e| write_error(&e, shown))?;
+    if let Some((_, meta)) = &locked.existing {
+        keep_owner_and_mode(&temp.file, meta).map_err(|e| write_error(&e, shown))?;
     }
-    temp.as_file()
-        .sync_data()
-        .map_err(|e| write_error(&e, shown))?;
-    // A failed rename (a sticky directory owned by someone else, a mount
-    // point) is PERMISSION_DENIED or WRITE_FAILED, like a failed write.
-    temp.persist(target)
-        .map_err(|e| write_error(&e.error, shown))?;
+    temp.file.sync_data().map_err(|e| write_error(&e, shown))?;
+    if let Some((file, meta)) = &locked.existing {
+        unchanged(file, meta, &locked.target, shown)?;
+    }
+    temp.put_in_place(&locked.target, exists)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EEXIST) => changed(shown),
+            // A failed rename (a sticky directory owned by someone else, a
+            // mount point) is PERMISSION_DENIED or WRITE_FAILED, like a
+            // failed write.
+            _ => write_error(&e, shown),
+        })?;
     // The rename itself becomes durable with the directory; a failure here
     // changes nothing the caller could act on, the new content is in place.
-    if let Ok(d) = File::open(dir) {
+    if let Ok(d) = File::open(&locked.dir) {
         let _ = d.sync_all();
     }
     Ok(written)
 }
 
-/// `.NAME.` (NAME cut to a safe length): a leftover after a kill -9 is a
-/// hidden file that says which file it belonged to.
-fn temp_prefix(name: &[u8]) -> OsString {
-    let mut prefix = vec![b'.'];
-    prefix.extend_from_slice(&name[..name.len().min(MAX_NAME_IN_TEMP)]);
-    prefix.push(b'.');
-    OsString::from_vec(prefix)
+/// FILE_CHANGED unless `path` still names `file`, with the size and
+/// modification time it had when it was locked: a program that ignores the
+/// lock wrote it, replaced it or removed it meanwhile.
+fn unchanged(file: &File, before: &Metadata, path: &Path, shown: &str) -> Result<(), ToolError> {
+    let now = file.metadata().map_err(|e| super::read_error(&e, shown))?;
+    let same = now.len() == before.len()
+        && (now.mtime(), now.mtime_nsec()) == (before.mtime(), before.mtime_nsec())
+        && same_file(path, before);
+    if same {
+        Ok(())
+    } else {
+        Err(changed(shown))
+    }
+}
+
+/// FILE_CHANGED: another program changed the file while it was being
+/// written; nothing was replaced.
+pub fn changed(shown: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::FileChanged,
+        format!(
+            "File changed while being edited: {shown} (another program wrote it meanwhile; \
+             nothing was replaced: read it again and redo the change)"
+        ),
+    )
+}
+
+/// The temporary file being filled: unnamed until it is complete, or named
+/// from the start where the file system has no unnamed files.
+struct Temp {
+    file: File,
+    /// Its name: always for a named file; for an unnamed one, where it is
+    /// linked on its way into place.
+    path: PathBuf,
+    /// The name exists (and must go if the write fails).
+    named: bool,
+}
+
+impl Temp {
+    fn create(dir: &Path, path: &Path, unnamed: bool) -> io::Result<Temp> {
+        // Linking an unnamed file takes /proc/self/fd (or a privilege):
+        // without it, the file is named from the start.
+        if unnamed && Path::new("/proc/self/fd").is_dir() {
+            // Mode 0666 lets the kernel apply the umask.
+            match OpenOptions::new()
+                .write(true)
+                .mode(0o666)
+                .custom_flags(libc::O_TMPFILE)
+                .open(dir)
+            {
+                Ok(file) => {
+                    return Ok(Temp {
+                        file,
+                        path: path.to_path_buf(),
+                        named: false,
+                    })
+                }
+                // The file system (or an old kernel) has no O_TMPFILE.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(path)?;
+        Ok(Temp {
+            file,
+            path: path.to_path_buf(),
+            named: true,
+        })
+    }
+
+    /// Gives the complete file the target's name: renamed over an existing
+    /// target, linked to a new one (EEXIST when another program created it
+    /// meanwhile: it is not overwritten).
+    fn put_in_place(&mut self, target: &Path, exists: bool) -> io::Result<()> {
+        if !self.named {
+            if !exists {
+                return self.link_to(target);
+            }
+            self.link_to(&self.path.clone())?;
+            self.named = true;
+        }
+        if exists {
+            std::fs::rename(&self.path, target)?;
+        } else {
+            rename_noreplace(&self.path, target)?;
+        }
+        self.named = false;
+        Ok(())
+    }
+
+    /// Links the unnamed file to `name`.
+    fn link_to(&self, name: &Path) -> io::Result<()> {
+        let to = cstring(name)?;
+        let fd = self.file.as_raw_fd();
+        // SAFETY: valid NUL-terminated strings and our own fd; linkat
+        // reads them and nothing else of ours.
+        if unsafe {
+            libc::linkat(
+                fd,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        } == 0
+        {
+            return Ok(());
+        }
+        // AT_EMPTY_PATH needs a privilege on most kernels; the /proc link
+        // to our own fd does not.
+        let proc = CString::new(format!("/proc/self/fd/{fd}")).map_err(io::Error::other)?;
+        // SAFETY: as above.
+        if unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                proc.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        } == 0
+        {
+            return Ok(());
+        }
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if self.named {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
+}
+
+/// rename(2) that fails with EEXIST rather than replace an existing file.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let (from, to) = (cstring(from)?, cstring(to)?);
+    // SAFETY: valid NUL-terminated strings; renameat2 reads nothing else.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Removes a temporary file a killed writer left, when it is a regular
+/// file (never a directory or whatever else someone put there).
+fn remove_leftover(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// `.NAME.ikigai-tmp`: a leftover says which file it belonged to. A name
+/// too long for that is cut, and a hash of the whole name keeps two long
+/// names that share their start apart.
+fn temp_name(name: &[u8]) -> OsString {
+    let mut temp = vec![b'.'];
+    if name.len() <= MAX_NAME_IN_TEMP {
+        temp.extend_from_slice(name);
+    } else {
+        temp.extend_from_slice(&name[..MAX_NAME_IN_TEMP]);
+        temp.extend_from_slice(format!("~{:016x}", fnv1a(name)).as_bytes());
+    }
+    temp.extend_from_slice(TEMP_SUFFIX);
+    OsString::from_vec(temp)
+}
+
+/// FNV-1a, 64 bits: a stable hash with no dependency.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The temporary file could not be created in the target's directory.
@@ -226,22 +536,34 @@ mod tests {
         names
     }
 
+    fn write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+        let locked = lock(path, "f", false)?;
+        replace(&locked, "f", |sink| {
+            sink.write_all(bytes).map_err(|e| write_error(&e, "f"))
+        })
+    }
+
     #[test]
     fn replaces_content_and_keeps_mode() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, "old").unwrap();
         std::fs::set_permissions(&path, Permissions::from_mode(0o751)).unwrap();
-        let meta = std::fs::metadata(&path).unwrap();
-        let n = replace(&path, "f", Some(&meta), |sink| {
-            sink.write_all(b"new").map_err(|e| write_error(&e, "f"))?;
-            Ok(3)
-        })
-        .unwrap();
-        assert_eq!(n, 3);
+        write(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         let mode = std::fs::metadata(&path).unwrap().mode() & 0o7777;
         assert_eq!(mode, 0o751);
+        assert_eq!(entries(dir.path()), ["f"]);
+    }
+
+    #[test]
+    fn creates_a_new_file_and_removes_a_leftover() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // What a writer killed between link and rename leaves.
+        std::fs::write(dir.path().join(".f.ikigai-tmp"), "half").unwrap();
+        write(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
         assert_eq!(entries(dir.path()), ["f"]);
     }
 
@@ -253,8 +575,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, "old").unwrap();
-        let meta = std::fs::metadata(&path).unwrap();
-        let err = replace(&path, "shown/f", Some(&meta), |sink| {
+        let locked = lock(&path, "shown/f", true).unwrap();
+        let err = replace(&locked, "shown/f", |sink| {
             sink.write_all(b"partial").unwrap();
             Err::<(), _>(write_error(
                 &io::Error::from_raw_os_error(libc::ENOSPC),
@@ -268,7 +590,7 @@ mod tests {
         assert_eq!(entries(dir.path()), ["f"]);
 
         let fail = |errno| {
-            replace(&path, "f", None, |_| {
+            replace(&locked, "f", |_| {
                 Err::<(), _>(write_error(&io::Error::from_raw_os_error(errno), "f"))
             })
             .unwrap_err()
@@ -284,10 +606,72 @@ mod tests {
     }
 
     #[test]
+    fn a_change_behind_the_lock_is_file_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "old").unwrap();
+        let locked = lock(&path, "f", true).unwrap();
+        // A program that ignores the lock replaces the file.
+        std::fs::write(dir.path().join("other"), "theirs").unwrap();
+        std::fs::rename(dir.path().join("other"), &path).unwrap();
+        let err = replace(&locked, "f", |sink| {
+            sink.write_all(b"mine").map_err(|e| write_error(&e, "f"))
+        })
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::FileChanged);
+        assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
+        assert_eq!(entries(dir.path()), ["f"]);
+
+        // A file created by another program while ours was being written
+        // is not overwritten either.
+        let new = dir.path().join("g");
+        let locked = lock(&new, "g", false).unwrap();
+        std::fs::write(&new, "theirs").unwrap();
+        let err = replace(&locked, "g", |sink| {
+            sink.write_all(b"mine").map_err(|e| write_error(&e, "g"))
+        })
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::FileChanged);
+        assert_eq!(std::fs::read(&new).unwrap(), b"theirs");
+    }
+
+    #[test]
+    fn a_named_temporary_file_works_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::write(dir.path().join(".f.ikigai-tmp"), "left by a kill").unwrap();
+        let locked = lock(&path, "f", false).unwrap();
+        let err = replace_with(&locked, "f", false, |sink| {
+            sink.write_all(b"partial").unwrap();
+            assert_eq!(entries(dir.path()), [".f.ikigai-tmp", "f"]);
+            Err::<(), _>(write_error(&io::Error::from_raw_os_error(libc::EIO), "f"))
+        })
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::WriteFailed);
+        assert_eq!(entries(dir.path()), ["f"]);
+        replace_with(&locked, "f", false, |sink| {
+            sink.write_all(b"new").map_err(|e| write_error(&e, "f"))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(entries(dir.path()), ["f"]);
+        drop(locked);
+        let new = dir.path().join("g");
+        let locked = lock(&new, "g", false).unwrap();
+        replace_with(&locked, "g", false, |sink| {
+            sink.write_all(b"created").map_err(|e| write_error(&e, "g"))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&new).unwrap(), b"created");
+        assert_eq!(entries(dir.path()), ["f", "g"]);
+    }
+
+    #[test]
     fn missing_parent_is_open_failed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("no/such/f");
-        let err = replace(&path, "no/such/f", None, |_| Ok(())).unwrap_err();
+        let err = lock(&path, "no/such/f", false).err().unwrap();
         assert_eq!(
             (err.code, err.message.as_str()),
             (ErrorCode::OpenFailed, "Cannot open file: no/such/f")
@@ -308,7 +692,8 @@ mod tests {
         let target = dir.path().join("out");
         let len = source.len() as u64;
         let middle = len / 2;
-        replace(&target, "out", None, |sink| {
+        let locked = lock(&target, "out", false).unwrap();
+        replace(&locked, "out", |sink| {
             let err = |e: io::Error| write_error(&e, "out");
             assert_eq!(sink.copy_from(&src, 0, middle).map_err(err)?, middle);
             sink.write_all(b"<edit>").map_err(err)?;
@@ -325,9 +710,12 @@ mod tests {
     }
 
     #[test]
-    fn temp_name_stays_short() {
+    fn temp_name_stays_short_and_distinct() {
         let long = vec![b'x'; 255];
-        assert_eq!(temp_prefix(&long).len(), MAX_NAME_IN_TEMP + 2);
-        assert_eq!(temp_prefix(b"a.txt"), OsString::from(".a.txt."));
+        let mut other = long.clone();
+        other[254] = b'y';
+        assert!(temp_name(&long).len() <= 255);
+        assert_ne!(temp_name(&long), temp_name(&other));
+        assert_eq!(temp_name(b"a.txt"), OsString::from(".a.txt.ikigai-tmp"));
     }
 }

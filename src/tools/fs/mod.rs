@@ -125,20 +125,22 @@ pub fn open_error(err: &io::Error, path: &str) -> ToolError {
     ToolError::from_io(err, path, "Cannot open file", ErrorCode::OpenFailed)
 }
 
-/// The whole content of an open file. The size from fstat is only a hint:
-/// files in /proc say 0 and still have content, so reading goes on to end of
-/// file. A size no allocation can hold is OUT_OF_MEMORY, not an abort.
-pub fn read_whole(file: &mut File) -> io::Result<Vec<u8>> {
-    let hint = file.metadata().map(|m| m.len()).unwrap_or(0);
+/// The whole content of an open file of fstat size `size`. The size is
+/// only a hint: files in /proc say 0 and still have content, so reading
+/// goes on to end of file. A size no allocation can hold is OUT_OF_MEMORY,
+/// not an abort.
+pub fn read_whole(file: &File, size: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     bytes
         .try_reserve_exact(
-            usize::try_from(hint)
+            usize::try_from(size)
                 .unwrap_or(usize::MAX)
                 .saturating_add(1),
         )
         .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-    file.read_to_end(&mut bytes)?;
+    // Through `take`: std's File::read_to_end would ask fstat and lseek for
+    // the size again, two system calls a small read feels.
+    Read::take(file, u64::MAX).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

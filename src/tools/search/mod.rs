@@ -1,12 +1,15 @@
 //! What glob and grep share (local-tools.md, "Tool: glob" and "Tool: grep";
 //! spec README, decisions 6 and 16): compiling a glob pattern relative to a
-//! directory, and walking the tree it describes on every core.
+//! directory, and walking the tree it describes on every core, paths longer
+//! than PATH_MAX included.
 
 mod bracket;
+mod long;
 mod pattern;
 mod walk;
 
 pub use bracket::{translate as translate_bracket, Flavor};
+pub use long::{open_file, Dir};
 pub use pattern::Pattern;
 pub use walk::{threads, walk, Kind, Sink};
 

@@ -20,13 +20,10 @@
 //! Unreadable directories and entries that vanish are skipped: the spec's
 //! glob runs without `GLOB_ERR`, and grep ignores what it cannot read.
 
-use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
+use super::long::{self, Dir};
 use super::pattern::{join, Pattern, Seg};
 
 /// What a found path is, from the directory entry itself (never following
@@ -42,7 +39,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(ft: fs::FileType) -> Kind {
+    pub(super) fn of(ft: fs::FileType) -> Kind {
         if ft.is_file() {
             Kind::File
         } else if ft.is_dir() {
@@ -56,9 +53,10 @@ impl Kind {
 }
 
 /// Receives the paths a walk finds, on the thread that found them. A
-/// dir-only pattern's results carry their trailing `/`.
+/// dir-only pattern's results carry their trailing `/`. `dir`, when given,
+/// is the open directory the path's last component is in.
 pub trait Sink: Send {
-    fn found(&mut self, path: Vec<u8>, kind: Kind);
+    fn found(&mut self, path: Vec<u8>, kind: Kind, dir: Option<&Dir>);
 }
 
 /// How many matches of one directory a thread keeps for itself; the rest go
@@ -92,7 +90,7 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
     let start = walker.closure(1);
     walker.visit_root(start, &mut dirs, &mut found);
     for (path, kind) in found {
-        first.found(path, kind);
+        first.found(path, kind, None);
     }
     queue.push(&mut dirs);
 
@@ -119,18 +117,27 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
     })
 }
 
-/// The directories on the path to one being listed, innermost first, by
-/// (device, inode): a symbolic link back to one of them is not followed.
+/// The directories on the path to one being listed, innermost first: a
+/// symbolic link back to one of them (the same device and inode) is not
+/// followed. Their identities are looked up only when a link needs the
+/// check, so a tree without such links costs no stat per directory.
 struct Ancestors {
-    id: (u64, u64),
+    path: Vec<u8>,
+    id: OnceLock<Option<(u64, u64)>>,
     up: Option<Arc<Ancestors>>,
 }
 
 impl Ancestors {
+    fn id(&self) -> Option<(u64, u64)> {
+        *self
+            .id
+            .get_or_init(|| long::stat(&self.path, true).map(|(_, id)| id))
+    }
+
     fn contains(chain: &Option<Arc<Ancestors>>, id: (u64, u64)) -> bool {
         let mut at = chain.as_deref();
         while let Some(a) = at {
-            if a.id == id {
+            if a.id() == Some(id) {
                 return true;
             }
             at = a.up.as_deref();
@@ -143,8 +150,8 @@ enum Work {
     /// A directory to list, with the pattern positions that reach it and
     /// the directories above it.
     Dir(Vec<u8>, u64, Option<Arc<Ancestors>>),
-    /// Matches to hand to a sink.
-    Found(Vec<(Vec<u8>, Kind)>),
+    /// Matches to hand to a sink, and the directory they are in.
+    Found(Option<Arc<Dir>>, Vec<(Vec<u8>, Kind)>),
 }
 
 struct Queue {
@@ -211,22 +218,22 @@ impl Walker<'_> {
         while let Some(work) = queue.pop() {
             match work {
                 Work::Dir(path, positions, above) => {
-                    self.list(&path, positions, above, &mut dirs, &mut found);
+                    let dir = self.list(&path, positions, above, &mut dirs, &mut found);
                     if found.len() > CHUNK {
                         let mut rest = found.split_off(CHUNK);
                         while !rest.is_empty() {
                             let tail = rest.split_off(rest.len().saturating_sub(CHUNK));
-                            dirs.push(Work::Found(tail));
+                            dirs.push(Work::Found(dir.clone(), tail));
                         }
                     }
                     queue.push(&mut dirs);
                     for (path, kind) in found.drain(..) {
-                        sink.found(path, kind);
+                        sink.found(path, kind, dir.as_deref());
                     }
                 }
-                Work::Found(items) => {
+                Work::Found(dir, items) => {
                     for (path, kind) in items {
-                        sink.found(path, kind);
+                        sink.found(path, kind, dir.as_deref());
                     }
                 }
             }
@@ -259,7 +266,8 @@ impl Walker<'_> {
     }
 
     /// Lists directory `dir`, reached at `positions`, and records what its
-    /// entries reach.
+    /// entries reach (all of them entries of `dir`); returns the directory,
+    /// open, when it was listed.
     fn list(
         &self,
         dir: &[u8],
@@ -267,21 +275,14 @@ impl Walker<'_> {
         above: Option<Arc<Ancestors>>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
-    ) {
+    ) -> Option<Arc<Dir>> {
         let segs = &self.pattern.segs;
         let active = || (0..segs.len()).filter(move |&i| positions & (1 << i) != 0);
-        let fs_dir = if dir.is_empty() {
-            Path::new(".")
-        } else {
-            Path::new(OsStr::from_bytes(dir))
-        };
-        let here = match fs::metadata(fs_dir) {
-            Ok(meta) => Some(Arc::new(Ancestors {
-                id: (meta.dev(), meta.ino()),
-                up: above,
-            })),
-            Err(_) => above,
-        };
+        let here = Some(Arc::new(Ancestors {
+            path: dir.to_vec(),
+            id: OnceLock::new(),
+            up: above,
+        }));
         // Names read from the directory serve `*`, `**` and, while we are at
         // it, plain names; `.` and `..` are never listed, so they (and every
         // name when nothing needs a listing) are looked up directly.
@@ -308,18 +309,10 @@ impl Walker<'_> {
             );
         }
         if !listing {
-            return;
+            return None;
         }
 
-        let Ok(entries) = fs::read_dir(fs_dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.as_bytes();
-            let Ok(kind) = entry.file_type().map(Kind::of) else {
-                continue;
-            };
+        let mut visit = |name: &[u8], kind: Kind| {
             let mut next = 0u64;
             for i in active() {
                 let hit = match &segs[i] {
@@ -346,7 +339,10 @@ impl Walker<'_> {
                     found,
                 );
             }
-        }
+        };
+        let mut opened = Dir::open(dir).ok()?;
+        opened.each_entry(&mut visit);
+        Some(Arc::new(opened))
     }
 
     /// `path` (of `kind`, when the listing said) reaches `positions`: it may
@@ -365,17 +361,17 @@ impl Walker<'_> {
         let listed = kind.is_some();
         let kind = match kind {
             Some(kind) => kind,
-            None => match fs::symlink_metadata(OsStr::from_bytes(&path)) {
-                Ok(meta) => Kind::of(meta.file_type()),
-                Err(_) => return,
+            None => match long::stat(&path, false) {
+                Some((kind, _)) => kind,
+                None => return,
             },
         };
         let further = positions & !self.done;
         let mut descend = further != 0 && matches!(kind, Kind::Dir | Kind::Symlink);
         if descend && listed && kind == Kind::Symlink {
             // A link back to a directory on the path: no new names there.
-            if let Ok(meta) = fs::metadata(OsStr::from_bytes(&path)) {
-                descend = !Ancestors::contains(above, (meta.dev(), meta.ino()));
+            if let Some((_, id)) = long::stat(&path, true) {
+                descend = !Ancestors::contains(above, id);
             }
         }
         if positions & self.done != 0 {
@@ -404,7 +400,7 @@ impl Walker<'_> {
 fn is_dir(path: &[u8], kind: Kind) -> bool {
     match kind {
         Kind::Dir => true,
-        Kind::Symlink => fs::metadata(OsStr::from_bytes(path)).is_ok_and(|m| m.is_dir()),
+        Kind::Symlink => long::stat(path, true).is_some_and(|(kind, _)| kind == Kind::Dir),
         _ => false,
     }
 }
@@ -412,11 +408,12 @@ fn is_dir(path: &[u8], kind: Kind) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     struct Paths(Vec<String>);
 
     impl Sink for Paths {
-        fn found(&mut self, path: Vec<u8>, _kind: Kind) {
+        fn found(&mut self, path: Vec<u8>, _kind: Kind, _dir: Option<&Dir>) {
             self.0.push(String::from_utf8(path).unwrap());
         }
     }
