@@ -19,8 +19,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::args;
 use crate::capture::HeadTail;
 use crate::error::ToolError;
 use crate::tool::{Env, Tool};
@@ -28,6 +30,12 @@ use crate::tools::lossy_text;
 use crate::truncate::{self, Clipped};
 
 pub struct Bash;
+
+/// The arguments, as the schema states them.
+#[derive(Deserialize)]
+struct Args<'a> {
+    command: &'a str,
+}
 
 const SCHEMA: &str = r#"{
   "name": "bash",
@@ -60,7 +68,7 @@ impl Tool for Bash {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let command = args["command"].as_str().unwrap_or_default();
+        let Args { command } = args::typed(args)?;
         let cap = env.max_output();
         // local-tools.md's edge case: an empty command is a shell error
         // (127), not an empty script that succeeds.

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
-use super::web::args;
+use crate::args;
 use super::web::content::{self, ContentType, Kind};
 use super::web::http::{self, Client, Failure, BODY_CAP};
 use super::web::markdown::{self, Page};
@@ -82,7 +82,7 @@ impl Tool for WebFetch {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let Args { url, offset, limit } = args::read(args)?;
+        let Args { url, offset, limit } = args::typed(args)?;
         let raw_url = url.as_str();
         let url = http::parse_url(raw_url).map_err(|why| {
             ToolError::new(

@@ -16,7 +16,8 @@ use super::web::credentials::Store;
 use super::web::http::{self, Client};
 use super::web::search::{self, Layout, Provider};
 use super::web::text::fragment_text;
-use super::web::{args, domains, stub};
+use super::web::{domains, stub};
+use crate::args;
 
 pub struct WebSearchBrave;
 
@@ -114,7 +115,7 @@ impl Tool for WebSearchBrave {
             offset,
             allowed_domains,
             blocked_domains,
-        } = args::read(args)?;
+        } = args::typed(args)?;
         let query = query.as_str();
         let allowed = domains::from_list(&allowed_domains, "allowed_domains")?;
         let blocked = domains::from_list(&blocked_domains, "blocked_domains")?;

@@ -17,7 +17,8 @@ use crate::tool::{Env, Family, Tool};
 use super::web::credentials::Store;
 use super::web::http::{self, Client, Fetched};
 use super::web::search::{self, Layout, Provider};
-use super::web::{args, domains, stub};
+use super::web::{domains, stub};
+use crate::args;
 
 pub struct WebSearchGoogle;
 
@@ -141,7 +142,7 @@ impl Tool for WebSearchGoogle {
             num,
             allowed_domains,
             blocked_domains,
-        } = args::read(args)?;
+        } = args::typed(args)?;
         let query = query.as_str();
         let num = num.min(LAST_RESULT - start);
         let allowed = domains::from_list(&allowed_domains, "allowed_domains")?;

@@ -5,7 +5,6 @@
 //! element rules, a markdown writer), plain text from HTML, URL resolution,
 //! and the stub answers.
 
-pub mod args;
 pub mod content;
 pub mod credentials;
 pub mod domains;
