@@ -1,6 +1,6 @@
 //! Generic argument validation against a tool's own schema, done once before
 //! any tool runs, so every tool answers bad input the same way: INVALID_ARG
-//! with a message naming the parameter (spec README, decision 3).
+//! with a message naming the parameter (decision 3).
 //!
 //! It understands the JSON-Schema subset our schemas use: `type` (string,
 //! integer, number, boolean, array, object), `items`, `enum`, `minimum`,

@@ -9,9 +9,9 @@ use std::io;
 /// place their spelling lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorCode {
-    // Any tool: bad arguments (spec README, decision 3).
+    // Any tool: bad arguments (decision 3).
     InvalidArg,
-    // Local tools (local-tools.md).
+    // Local tools.
     FileNotFound,
     PermissionDenied,
     OpenFailed,
@@ -25,10 +25,10 @@ pub enum ErrorCode {
     ReadError,
     NotFound,
     NotUnique,
-    // file_write, file_edit: another program changed the file while it
-    // was being written (spec README, decision 33).
+    // file_write, file_edit: another program changed the file while it was
+    // being written (decision 33).
     FileChanged,
-    // Web tools (web-tools.md).
+    // Web tools.
     AuthMissing,
     AuthInvalid,
     RateLimit,

@@ -1,6 +1,5 @@
-//! Fitting a tool's answer into the host's output cap (the output-truncation
-//! rule that legacy-internal-tools.md keeps: every tool truncates its output
-//! the same way before building its result).
+//! Fitting a tool's answer into the host's output cap: every tool truncates
+//! its output the same way before building its result.
 //!
 //! The host cuts whatever a tool prints beyond its cap (decision 9), and a cut
 //! JSON object is no answer at all: the model would get INVALID_OUTPUT for a

@@ -1,5 +1,4 @@
-//! bash: run a shell command, answer its output and exit status
-//! (local-tools.md, "Tool: bash"; spec README, decision 4).
+//! bash: run a shell command, answer its output and exit status (decision 4).
 //!
 //! stdout and stderr share one pipe, so `output` interleaves them in the order
 //! written, as `2>&1` would. stdin is `/dev/null`, so a command waiting for
@@ -53,7 +52,7 @@ const SCHEMA: &str = r#"{
   "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true}
 }"#;
 
-/// What local-tools.md says a failed spawn reports.
+/// What a shell reports for a command it cannot start: 127.
 const SPAWN_FAILED: i32 = 127;
 
 impl Tool for Bash {
@@ -70,8 +69,8 @@ impl Tool for Bash {
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
         let Args { command } = args::typed(args)?;
         let cap = env.max_output();
-        // local-tools.md's edge case: an empty command is a shell error
-        // (127), not an empty script that succeeds.
+        // An empty command is a shell error (127), not an empty script that
+        // succeeds.
         let outcome = if command.trim().is_empty() {
             Err(std::io::Error::other("empty command"))
         } else {

@@ -1,5 +1,5 @@
-//! file_edit: replace an exact string in a file (local-tools.md,
-//! "Tool: file-edit"; spec README, decisions 5, 7 and 17).
+//! file_edit: replace an exact string in a file (decisions 5, 7
+//! and 17).
 //!
 //! The match is byte for byte on the file's raw bytes, and every byte outside
 //! the replaced spans is written back exactly as it was, whatever its

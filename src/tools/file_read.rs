@@ -1,5 +1,4 @@
-//! file_read: a file's content, whole or a range of lines (local-tools.md,
-//! "Tool: file-read"; spec README, decision 5).
+//! file_read: a file's content, whole or a range of lines (decision 5).
 //!
 //! Lines end at `\n` and keep it; `offset` is the 1-based first line,
 //! `limit` the number of lines. An offset past the end gives empty output,

@@ -1,5 +1,5 @@
 //! file_write: create or overwrite a file with the given content
-//! (local-tools.md, "Tool: file-write"; spec README, decisions 7 and 17).
+//! (decisions 7 and 17).
 //!
 //! The content replaces the file atomically ([`fs::atomic`]): the old
 //! content or the new, never a torn file, and no temporary file left behind,

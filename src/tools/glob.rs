@@ -1,5 +1,4 @@
-//! glob: the paths that match a glob pattern (local-tools.md, "Tool: glob";
-//! spec README, decisions 6 and 16).
+//! glob: the paths that match a glob pattern (decisions 6 and 16).
 //!
 //! The pattern is taken relative to `path` (`path/pattern`; just `pattern`
 //! when `path` is absent or empty; an absolute pattern ignores `path`), and

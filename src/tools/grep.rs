@@ -1,5 +1,5 @@
 //! grep: the lines of files that match a POSIX extended regular expression
-//! (local-tools.md, "Tool: grep"; spec README, decisions 5, 6 and 16).
+//! (decisions 5, 6 and 16).
 //!
 //! Files: those the glob `glob` (default `*`) matches relative to `path`
 //! (default `.`), by the glob tool's rules: `*.c` is the top level of `path`,

@@ -15,11 +15,11 @@ use serde_json::{json, Map, Value};
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
 
-use crate::args;
 use super::web::content::{self, ContentType, Kind};
 use super::web::http::{self, Client, Failure, BODY_CAP};
 use super::web::markdown::{self, Page};
 use super::web::stub;
+use crate::args;
 
 pub struct WebFetch;
 

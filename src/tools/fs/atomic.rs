@@ -1,6 +1,6 @@
 //! All-or-nothing replacement of a file's content, for file_write and
-//! file_edit (spec README, decisions 7, 17 and 33): no torn file, no lost
-//! update, no temporary file left behind.
+//! file_edit (decisions 7, 17 and 33): no torn file, no lost update, no
+//! temporary file left behind.
 //!
 //! **One writer at a time.** [`lock`] takes an exclusive flock(2) on the
 //! target before anything is read: on the file itself when it exists, on its

@@ -1,9 +1,8 @@
-//! What the three file tools share (local-tools.md, "Tool: file-read",
-//! "Tool: file-write", "Tool: file-edit"; spec README, decisions 7 and 17):
-//! checking the `file_path` argument, following a symbolic link to the file it
-//! finally names, opening an existing target for writing only when it is a
-//! regular file, and the spec's messages for each failure. [`atomic`] holds
-//! the all-or-nothing replacement that file_write and file_edit both use.
+//! What the three file tools share (decisions 7 and 17): checking the `file_path` argument,
+//! following a symbolic link to the file it finally names, opening an
+//! existing target for writing only when it is a regular file, and the spec's
+//! messages for each failure. [`atomic`] holds the all-or-nothing replacement
+//! that file_write and file_edit both use.
 //!
 //! Messages name the path exactly as the caller gave it, never the resolved
 //! link target, so the model recognises its own argument.

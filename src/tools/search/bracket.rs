@@ -1,9 +1,8 @@
 //! POSIX bracket expressions (`[abc]`, `[!a-z]`, `[^[:alpha:]_]`, `[]x]`),
 //! translated into the class syntax of the `regex` crate. Globs and POSIX ERE
-//! share them (spec README, decision 6; local-tools.md, "Pattern syntax"),
-//! with two differences the `Flavor` carries: a glob negates with `!` (or
-//! `^`) and lets `\` quote the next character, while in ERE only `^` negates
-//! and `\` is an ordinary member, as POSIX says.
+//! share them (decision 6), with two differences the `Flavor` carries: a glob
+//! negates with `!` (or `^`) and lets `\` quote the next character, while in
+//! ERE only `^` negates and `\` is an ordinary member, as POSIX says.
 
 /// Which language the bracket expression belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
-//! Paths longer than PATH_MAX (spec README, decision 32): the kernel refuses
-//! them whole (ENAMETOOLONG), so they are reached one directory descriptor
-//! at a time. [`At`] opens the directories of a long path's leading part in
-//! pieces the kernel accepts (openat from the previous one) and leaves a
-//! last piece short enough to name relative to the innermost descriptor; the
-//! walk's operations (stat, listing, opening a file) then take that pair.
+//! Paths longer than PATH_MAX (decision 32): the kernel refuses them whole
+//! (ENAMETOOLONG), so they are reached one directory descriptor at a time.
+//! [`At`] opens the directories of a long path's leading part in pieces the
+//! kernel accepts (openat from the previous one) and leaves a last piece
+//! short enough to name relative to the innermost descriptor; the walk's
+//! operations (stat, listing, opening a file) then take that pair.
 //!
 //! The walk and grep use plain paths first and come here only when the
 //! kernel says a path is too long, so the common case pays nothing.

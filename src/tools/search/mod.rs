@@ -1,7 +1,6 @@
-//! What glob and grep share (local-tools.md, "Tool: glob" and "Tool: grep";
-//! spec README, decisions 6 and 16): compiling a glob pattern relative to a
-//! directory, and walking the tree it describes on every core, paths longer
-//! than PATH_MAX included.
+//! What glob and grep share (decisions 6 and 16):
+//! compiling a glob pattern relative to a directory, and walking the tree it
+//! describes on every core, paths longer than PATH_MAX included.
 
 mod bracket;
 mod long;

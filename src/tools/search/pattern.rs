@@ -1,6 +1,6 @@
 //! A glob pattern compiled for the walker: the literal directory the walk
-//! starts from, then one matcher per path component (local-tools.md, "Tool:
-//! glob"; spec README, decisions 6 and 16).
+//! starts from, then one matcher per path component (decisions 6 and
+//! 16).
 //!
 //! POSIX semantics: `*`, `?` and bracket expressions match within one
 //! component (never `/`); a name starting with `.` is matched only by a

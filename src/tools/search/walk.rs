@@ -1,5 +1,4 @@
-//! The parallel walk that expands a compiled glob (spec README, decisions 6
-//! and 16; local-tools.md, "Tool: glob" and "Tool: grep").
+//! The parallel walk that expands a compiled glob (decisions 6 and 16).
 //!
 //! Every directory is listed once, by whichever thread takes it from a shared
 //! stack, against the set of pattern positions that reach it (a small NFA:
