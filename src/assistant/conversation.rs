@@ -1843,8 +1843,8 @@ mod tests {
     #[test]
     fn context_modules_join_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("02-b.md"), "second\n").unwrap();
-        std::fs::write(dir.path().join("01-a.md"), "first").unwrap();
+        std::fs::write(dir.path().join("protocols.md"), "second\n").unwrap();
+        std::fs::write(dir.path().join("architecture.md"), "first").unwrap();
         std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
         let (prompt, warnings) = system_prompt(Some(dir.path()));
         assert!(warnings.is_empty());

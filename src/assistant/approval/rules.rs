@@ -564,7 +564,7 @@ mod tests {
         assert!(!r.allows("file_edit", &w("src/main.rs"), &p));
         let star = rule("file_edit(*.md)");
         assert!(star.allows("file_edit", &w("README.md"), &p));
-        assert!(!star.allows("file_edit", &w("docs/x.md"), &p));
+        assert!(!star.allows("file_edit", &w("docs/README.md"), &p));
         let deep = rule("file_read(**/*.rs)");
         assert!(deep.allows("file_read", &w("main.rs"), &p));
         assert!(deep.allows("file_read", &w("a/b/main.rs"), &p));
