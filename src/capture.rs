@@ -91,6 +91,35 @@ impl HeadTail {
     }
 }
 
+/// The end of the last whole UTF-8 character of `bytes`: a head cut inside
+/// a character would show a U+FFFD the file does not have.
+pub fn char_end(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=3.min(len) {
+        let b = bytes[len - back];
+        if b & 0xC0 != 0x80 {
+            let need = match b {
+                0xF0..=0xF7 => 4,
+                0xE0..=0xEF => 3,
+                0xC0..=0xDF => 2,
+                _ => 1,
+            };
+            return if need > back { len - back } else { len };
+        }
+    }
+    len
+}
+
+/// The start of the first whole UTF-8 character of `bytes` (a tail cut
+/// inside one skips its continuation bytes).
+pub fn char_start(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|&&b| b & 0xC0 == 0x80)
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

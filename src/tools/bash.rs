@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::args;
-use crate::capture::HeadTail;
+use crate::capture::{char_end, char_start, HeadTail};
 use crate::error::ToolError;
 use crate::tool::{Env, Tool};
 use crate::tools::lossy_text;
@@ -234,17 +234,8 @@ impl Capture {
             }
         };
         // Cut at character boundaries, so the cuts add no U+FFFD of their own.
-        if let Err(e) = std::str::from_utf8(&head) {
-            if e.error_len().is_none() {
-                head.truncate(e.valid_up_to());
-            }
-        }
-        let lead = tail
-            .iter()
-            .take(3)
-            .take_while(|&&b| b & 0xC0 == 0x80)
-            .count();
-        tail.drain(..lead);
+        head.truncate(char_end(&head));
+        tail.drain(..char_start(&tail));
         Captured::Clipped(
             Clipped {
                 head: lossy_text(head),

@@ -42,6 +42,7 @@ use serde_json::{json, Map, Value};
 
 use super::fs;
 use crate::args;
+use crate::capture::{char_end, char_start, HeadTail};
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Tool};
 use crate::tools::lossy_text;
@@ -268,85 +269,39 @@ impl Keep for Vec<u8> {
     }
 }
 
-/// The first `cap` bytes of a text and (about) its last `cap`, and its
-/// length: all an answer capped at `cap` bytes can show of it.
+/// The first `cap` bytes of a text and its last `cap`, and its length: all
+/// an answer capped at `cap` bytes can show of it.
 struct Clip {
-    cap: usize,
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    total: u64,
+    kept: HeadTail,
 }
 
 impl Clip {
     fn new(cap: usize) -> Clip {
         Clip {
-            cap,
-            head: Vec::new(),
-            tail: Vec::new(),
-            total: 0,
+            kept: HeadTail::new(cap, cap),
         }
     }
 
     fn into_text(self) -> Text {
-        if self.tail.is_empty() {
-            return Text::Whole(self.head);
+        let total = self.kept.total();
+        let (head, tail) = self.kept.into_parts();
+        if tail.is_empty() {
+            return Text::Whole(head);
         }
-        let cut = self.tail.len().saturating_sub(self.cap);
-        let tail = &self.tail[cut..];
         Text::Clipped {
-            head: self.head[..char_end(&self.head)].to_vec(),
-            tail: tail[char_start(tail)..].to_vec(),
-            total: self.total,
+            head: head[..char_end(&head)].to_vec(),
+            tail: tail[char_start(&tail)..].to_vec(),
+            total,
         }
     }
 }
 
 impl Keep for Clip {
-    fn keep(&mut self, mut data: &[u8]) -> io::Result<()> {
-        self.total += data.len() as u64;
-        let room = self.cap - self.head.len();
-        if room > 0 {
-            let n = room.min(data.len());
-            Keep::keep(&mut self.head, &data[..n])?;
-            data = &data[n..];
-        }
-        Keep::keep(&mut self.tail, data)?;
-        // Trimmed now and then, not at every chunk: amortised, and never
-        // more than twice the cap held.
-        if self.tail.len() > 2 * self.cap {
-            self.tail.drain(..self.tail.len() - self.cap);
-        }
+    fn keep(&mut self, data: &[u8]) -> io::Result<()> {
+        // Bounded by twice the cap, whatever the file.
+        self.kept.push(data);
         Ok(())
     }
-}
-
-/// The end of the last whole UTF-8 character of `bytes`: a head cut inside
-/// a character would show a U+FFFD the file does not have.
-fn char_end(bytes: &[u8]) -> usize {
-    let len = bytes.len();
-    for back in 1..=3.min(len) {
-        let b = bytes[len - back];
-        if b & 0xC0 != 0x80 {
-            let need = match b {
-                0xF0..=0xF7 => 4,
-                0xE0..=0xEF => 3,
-                0xC0..=0xDF => 2,
-                _ => 1,
-            };
-            return if need > back { len - back } else { len };
-        }
-    }
-    len
-}
-
-/// The start of the first whole UTF-8 character of `bytes` (a tail cut
-/// inside one skips its continuation bytes).
-fn char_start(bytes: &[u8]) -> usize {
-    bytes
-        .iter()
-        .take(3)
-        .take_while(|&&b| b & 0xC0 == 0x80)
-        .count()
 }
 
 /// Opens `path` for reading, refusing (promptly) anything but a regular
