@@ -628,7 +628,7 @@ fn at_a_terminal_a_write_the_sandbox_refused_runs_again_outside_it_on_y() {
     link_tools(home.path());
     // Outside the workspace (the home) and outside /tmp, which the sandbox
     // lets every call write.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = crate::common::unwritable_by_default();
     let target = outside.path().join("f.txt");
     let command = format!("echo hi > {}", target.display());
     let msg = message(&[("bash", json!({ "command": command }))]);

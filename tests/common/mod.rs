@@ -180,3 +180,34 @@ pub fn call(name: &str, args: Value) -> Value {
 pub fn call_shellclaw(name: &str, args: Value) -> Output {
     run(name).arg(args.to_string()).output()
 }
+
+/// A fresh directory that a workspace-write sandbox does not let a call
+/// write by default: not under /tmp, /dev/shm or $TMPDIR (which every
+/// sandboxed call may write). The build's own temporary directory, unless
+/// the checkout itself lives under /tmp (as a CI clone may), else /var/tmp,
+/// else the home directory.
+pub fn unwritable_by_default() -> tempfile::TempDir {
+    let writable: Vec<PathBuf> = ["/tmp", "/dev/shm"]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(std::env::var_os("TMPDIR").map(PathBuf::from))
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some(PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    for base in candidates.into_iter().flatten() {
+        let Ok(real) = base.canonicalize() else {
+            continue;
+        };
+        if writable.iter().any(|w| real.starts_with(w)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::tempdir_in(&real) {
+            return dir;
+        }
+    }
+    panic!("no directory outside /tmp, /dev/shm and $TMPDIR to test the sandbox with");
+}

@@ -54,7 +54,7 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let root = crate::common::unwritable_by_default();
         let ws = root.path().join("ws");
         let outside = root.path().join("outside");
         std::fs::create_dir(&ws).unwrap();
