@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::config::Transport;
+use crate::sandbox::secrets::is_secret;
 use crate::mcp::protocol::{
     self, read_line, Line, Message, RpcError, LATEST_HANDSHAKE, LINE_LIMIT,
 };
@@ -202,7 +203,9 @@ impl StdioConnection {
         let mut cmd = Command::new(command);
         cmd.args(args)
             .env_clear()
-            .envs(std::env::vars_os().filter(|(k, _)| !is_secret(&k.to_string_lossy())))
+            // Provider keys and anything that looks like a credential stay home
+            // unless the configuration names them in the server's `env`.
+            .envs(std::env::vars_os().filter(|(k, _)| !is_secret(k)))
             .envs(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -392,27 +395,6 @@ fn last_line(text: &str) -> String {
         .rfind(|l| !l.is_empty())
         .unwrap_or("");
     crate::host::text::clip(line, 200)
-}
-
-/// A variable that must not reach a server the host starts unless the
-/// configuration names it in the server's `env`: provider keys and anything
-/// that looks like a credential.
-pub fn is_secret(name: &str) -> bool {
-    if name == "SSH_AUTH_SOCK" || name == "XAUTHORITY" {
-        return false;
-    }
-    let upper = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-    ]
-    .iter()
-    .any(|w| upper.contains(w))
 }
 
 /// Spawns on the one thread that lives as long as the process, so the
@@ -626,22 +608,6 @@ fn read_events(mut reader: impl BufRead, want: &Value) -> Result<Value, Failure>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_stay_home() {
-        for name in [
-            "OPENAI_API_KEY",
-            "GITHUB_TOKEN",
-            "db_password",
-            "AWS_SECRET",
-            "MY_AUTH",
-        ] {
-            assert!(is_secret(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "SSH_AUTH_SOCK", "XAUTHORITY", "LANG"] {
-            assert!(!is_secret(name), "{name}");
-        }
-    }
 
     #[test]
     fn events_are_read_to_the_answer() {
