@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::config::Transport;
-use crate::sandbox::secrets::is_secret;
 use crate::mcp::protocol::{
     self, read_line, Line, Message, RpcError, LATEST_HANDSHAKE, LINE_LIMIT,
 };
+use crate::sandbox::secrets::is_secret;
 
 /// How often a waiting request looks at its cancel flag.
 const POLL: Duration = Duration::from_millis(25);
