@@ -75,7 +75,7 @@ impl Failure {
 }
 
 /// Every outcome of one call, as the model receives it. `to_json` gives
-/// the spec's shape, keys in this order:
+/// the shape of docs/protocols.md, keys in this order:
 ///
 /// - `{"tool_success": true, "result", ["truncated"]}`
 /// - `{"tool_success": false, "error", "error_code", "exit_code", "stdout",
