@@ -102,11 +102,9 @@ pub fn call_watched(
         let what = format!("expected a JSON object, got {}", kind(arguments));
         return CallOutcome::new(Envelope::invalid_params(name, &what), vec![]);
     }
-    let json = arguments.to_string();
-    let fence = settings.sandbox.fence(name, open_world(entry));
     let (args, input) = match entry.protocol {
-        Protocol::Ikigai => (vec![], Some(json.into_bytes())),
-        Protocol::Shellclaw => (vec![OsString::from(json)], None),
+        Protocol::Ikigai => (vec![], Some(arguments.to_string().into_bytes())),
+        Protocol::Shellclaw => (vec![OsString::from(arguments.to_string())], None),
         // An MCP tool runs in its server, which the host started (and
         // fenced like any process it starts); the client carries the call.
         Protocol::Mcp => {
@@ -114,6 +112,7 @@ pub fn call_watched(
             return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
         }
     };
+    let fence = settings.sandbox.fence(name, open_world(entry));
     let contained = settings.sandbox.contain || fence.mode.confines();
     if contained && !entry.path.exists() {
         // Checked here, since the containment process would only report it
