@@ -399,5 +399,18 @@ mod tests {
         let unknown = call_text(&registry, "nope", "{x", &limits, None);
         assert_eq!(unknown.to_json()["error_code"], "TOOL_NOT_FOUND");
         assert!(!unknown.success());
+        // Text a model meant as JSON arrives as a string: it is named as
+        // text that does not parse, not as a string where an object belongs.
+        let text = call(&registry, "echo", &json!("{x"), &limits, None).to_json();
+        assert_eq!(text["error_code"], "INVALID_PARAMS");
+        let error = text["error"].as_str().unwrap();
+        assert!(error.contains("arguments are not valid JSON"), "{error}");
+        let list = call(&registry, "echo", &json!([1]), &limits, None).to_json();
+        assert_eq!(list["error_code"], "INVALID_PARAMS");
+        let error = list["error"].as_str().unwrap();
+        assert!(
+            error.ends_with("expected a JSON object, got array"),
+            "{error}"
+        );
     }
 }
