@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(list["error_code"], "INVALID_PARAMS");
         let error = list["error"].as_str().unwrap();
         assert!(
-            error.ends_with("expected a JSON object, got array"),
+            error.ends_with("expected a JSON object, got an array"),
             "{error}"
         );
     }
