@@ -102,11 +102,9 @@ pub fn call_watched(
         let what = format!("expected a JSON object, got {}", kind(arguments));
         return CallOutcome::new(Envelope::invalid_params(name, &what), vec![]);
     }
-    let json = arguments.to_string();
-    let fence = settings.sandbox.fence(name, open_world(entry));
     let (args, input) = match entry.protocol {
-        Protocol::Ikigai => (vec![], Some(json.into_bytes())),
-        Protocol::Shellclaw => (vec![OsString::from(json)], None),
+        Protocol::Ikigai => (vec![], Some(arguments.to_string().into_bytes())),
+        Protocol::Shellclaw => (vec![OsString::from(arguments.to_string())], None),
         // An MCP tool runs in its server, which the host started (and
         // fenced like any process it starts); the client carries the call.
         Protocol::Mcp => {
@@ -114,6 +112,7 @@ pub fn call_watched(
             return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
         }
     };
+    let fence = settings.sandbox.fence(name, open_world(entry));
     let contained = settings.sandbox.contain || fence.mode.confines();
     if contained && !entry.path.exists() {
         // Checked here, since the containment process would only report it
@@ -400,5 +399,18 @@ mod tests {
         let unknown = call_text(&registry, "nope", "{x", &limits, None);
         assert_eq!(unknown.to_json()["error_code"], "TOOL_NOT_FOUND");
         assert!(!unknown.success());
+        // Text a model meant as JSON arrives as a string: it is named as
+        // text that does not parse, not as a string where an object belongs.
+        let text = call(&registry, "echo", &json!("{x"), &limits, None).to_json();
+        assert_eq!(text["error_code"], "INVALID_PARAMS");
+        let error = text["error"].as_str().unwrap();
+        assert!(error.contains("arguments are not valid JSON"), "{error}");
+        let list = call(&registry, "echo", &json!([1]), &limits, None).to_json();
+        assert_eq!(list["error_code"], "INVALID_PARAMS");
+        let error = list["error"].as_str().unwrap();
+        assert!(
+            error.ends_with("expected a JSON object, got an array"),
+            "{error}"
+        );
     }
 }

@@ -238,8 +238,10 @@ impl Proc {
         self.killed_at.is_some()
     }
 
-    /// Kills the whole process group, grandchildren included. Only while the
-    /// leader is unreaped: its pid, the group's id, cannot have been reused.
+    /// Stops the process and all it started: SIGKILL to its whole group, or,
+    /// for a containment process, SIGTERM to it alone (it ends the rest).
+    /// Only while the leader is unreaped: its pid, the group's id, cannot
+    /// have been reused.
     pub fn kill(&mut self) {
         if self.status.is_none() && self.killed_at.is_none() {
             if self.contained {

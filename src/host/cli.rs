@@ -46,7 +46,7 @@ pub struct Ikigai {
     /// current directory, --add-dir directories, $TMPDIR and /tmp),
     /// read-only, or off (default: $IKIGAI_SANDBOX, else workspace-write;
     /// `ikigai call` runs unsandboxed unless this is given)
-    #[argh(option, from_str_fn(parse_mode), arg_name = "MODE")]
+    #[argh(option, from_str_fn(Mode::parse), arg_name = "MODE")]
     pub sandbox: Option<Mode>,
 
     /// another directory tool calls may write under (repeatable)
@@ -133,10 +133,6 @@ impl Ikigai {
             mcp_config: self.mcp_config.clone(),
         }
     }
-}
-
-pub fn parse_mode(text: &str) -> Result<Mode, String> {
-    Mode::parse(text)
 }
 
 #[derive(FromArgs, Debug)]

@@ -75,7 +75,7 @@ impl Failure {
 }
 
 /// Every outcome of one call, as the model receives it. `to_json` gives
-/// the spec's shape, keys in this order:
+/// the shape of docs/protocols.md, keys in this order:
 ///
 /// - `{"tool_success": true, "result", ["truncated"]}`
 /// - `{"tool_success": false, "error", "error_code", "exit_code", "stdout",
@@ -221,19 +221,8 @@ pub fn wrap(
         truncated: truncated.clone(),
     };
     let envelope = match ending {
-        Ending::TimedOut(after) => fail(
-            Failure::Timeout,
-            format!("Tool '{name}' timed out after {}", format_secs(after)),
-            None,
-        ),
-        Ending::Interrupted(after) => fail(
-            Failure::Cancelled,
-            format!(
-                "Tool '{name}' was cancelled by the user after {}, before it finished",
-                format_secs(after)
-            ),
-            None,
-        ),
+        Ending::TimedOut(after) => fail(Failure::Timeout, timed_out(name, after), None),
+        Ending::Interrupted(after) => fail(Failure::Cancelled, cancelled(name, after), None),
         Ending::Signal(signal) => {
             let code = crate::exit::of_signal(signal);
             fail(
@@ -268,6 +257,21 @@ pub fn wrap(
         },
     };
     (envelope, events)
+}
+
+/// The error of a call stopped at its deadline, in one wording whether a
+/// process or an MCP server was running it.
+pub fn timed_out(name: &str, after: Duration) -> String {
+    format!("Tool '{name}' timed out after {}", format_secs(after))
+}
+
+/// The error of a call the person interrupted, in one wording whether a
+/// process or an MCP server was running it.
+pub fn cancelled(name: &str, after: Duration) -> String {
+    format!(
+        "Tool '{name}' was cancelled by the user after {}, before it finished",
+        format_secs(after)
+    )
 }
 
 /// The result of a clean exit: for the ikigai protocol a JSON object; a

@@ -1,7 +1,6 @@
-//! The command line and the slash commands (host-architecture.md,
-//! "Commands"; spec README, decision 20): `ikigai tools`, `ikigai tools
-//! NAME`, and `/tool`, `/tool NAME`, `/refresh`, `/help`, `/quit` on lines
-//! from a non-terminal stdin, with their exact texts.
+//! The command line and the slash commands (decision 20): `ikigai tools`,
+//! `ikigai tools NAME`, and `/tool`, `/tool NAME`, `/refresh`, `/help`,
+//! `/quit` on lines from a non-terminal stdin, with their exact texts.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};

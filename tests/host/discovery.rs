@@ -1,5 +1,4 @@
-//! Discovery (host-architecture.md, "Tool Discovery Engine"; spec README,
-//! decisions 1, 2, 11, 18, 20): what becomes a tool, what is skipped and
+//! Discovery (decisions 1, 2, 11, 18 and 20): what becomes a tool, what is skipped and
 //! why, shadowing, and the deadline.
 
 use std::time::{Duration, Instant};
@@ -41,7 +40,7 @@ fn links_scripts_of_both_protocols_and_flat_schemas_become_tools() {
                     "cwd": {"type": "string", "description": "Working directory"}},
                 "required": ["command"]}}})
     );
-    // Our own schema arrives as the spec wrote it.
+    // Our own bash schema arrives as tests/fixtures/schemas/bash.json has it.
     let out = d.ikigai().args(["tools", "--json", "bash"]).output();
     let spec: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(

@@ -1,6 +1,6 @@
-//! Tool calls through the host (local-tools.md, "Response Envelope
-//! Wrapping", "Error Codes"; spec README, decisions 2, 4, 8, 9, 19): every
-//! envelope and code, both protocols, the timeout and the cap, process
+//! Tool calls through the host (decisions 2, 4, 8, 9 and 19 in
+//! docs/decisions.md; the envelope in docs/protocols.md): every envelope and
+//! code, both protocols, the timeout and the cap, process
 //! groups, and `config_required` events kept from the model.
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
-//! `ikigai schema --provider ...` on every schema of the spec, a flat legacy
+//! `ikigai schema --provider ...` on the nine tools' schemas, a flat legacy
 //! schema and a shellclaw tool, checked against each provider's documented
-//! rules (design.md, "Provider formats"; spec README, decision 21).
+//! rules (decision 21; docs/providers.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::Dirs;
 
-/// The spec's schemas, by schema name.
+/// The nine tools' schemas (tests/fixtures/schemas), by name.
 fn spec_schemas() -> BTreeMap<String, Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schemas");
     let mut all = BTreeMap::new();
@@ -21,7 +21,7 @@ fn spec_schemas() -> BTreeMap<String, Value> {
     all
 }
 
-/// A registry of the spec's nine schemas (played by `spec.sh`), a flat
+/// A registry of the nine tools' schemas (played by `spec.sh`), a flat
 /// legacy tool, a shellclaw tool, and a name Gemini refuses.
 fn registry() -> Dirs {
     let d = Dirs::new();
@@ -377,7 +377,7 @@ fn google_gemini_openapi_subset() {
                 .filter(|r| r != &&json!([]))
         );
     }
-    // The spec's web search schema in Gemini's words.
+    // The Brave search schema in Gemini's words.
     let brave = declarations
         .iter()
         .find(|f| f["name"] == "web_search_brave")

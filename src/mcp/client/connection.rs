@@ -203,7 +203,8 @@ impl StdioConnection {
         let mut cmd = Command::new(command);
         cmd.args(args)
             .env_clear()
-            // Decision 26: a server gets no secret it is not given by name.
+            // Provider keys and anything that looks like a credential stay home
+            // unless the configuration names them in the server's `env`.
             .envs(std::env::vars_os().filter(|(k, _)| !is_secret(k)))
             .envs(extra)
             .stdin(Stdio::piped())

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -24,7 +24,7 @@ pub mod connection;
 use connection::{Connection, Failure};
 
 use crate::host::envelope::{self, Envelope};
-use crate::host::settings::{format_secs, parse_timeout};
+use crate::host::settings::parse_timeout;
 use crate::mcp::protocol::sanitise_name;
 use crate::tool::Env;
 
@@ -136,8 +136,8 @@ fn open(
 ) -> Result<(Connection, Vec<Value>), String> {
     let transport = config.transport.clone()?;
     let connection = Connection::open(&transport)?;
-    let deadline = std::time::Instant::now() + timeout;
-    let left = || deadline.saturating_duration_since(std::time::Instant::now());
+    let deadline = Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
     let listed = connection
         .initialize(left())
         .map_err(|f| format!("initialize: {}", f.describe(timeout)))
@@ -212,7 +212,8 @@ pub enum Reply {
     /// The tool's result (`CallToolResult`); `isError` may be true.
     Result(Value),
     TimedOut(Duration),
-    Interrupted,
+    /// The person interrupted the call after this long.
+    Interrupted(Duration),
     /// The server or the transport failed, and why.
     Failed(String),
     /// A JSON-RPC error: the server refused the call (unknown tool, bad
@@ -241,10 +242,11 @@ pub fn call(
         ));
     };
     let params = json!({"name": own, "arguments": arguments});
+    let started = Instant::now();
     match connection.request("tools/call", params, timeout, cancel) {
         Ok(result) => Reply::Result(result),
         Err(Failure::TimedOut) => Reply::TimedOut(timeout),
-        Err(Failure::Cancelled) => Reply::Interrupted,
+        Err(Failure::Cancelled) => Reply::Interrupted(started.elapsed()),
         Err(Failure::Rpc(e)) => Reply::Refused(format!(
             "MCP server '{server}' refused the call: {} ({})",
             e.message, e.code
@@ -283,11 +285,11 @@ pub fn envelope(name: &str, reply: &Reply) -> Envelope {
         }
         Reply::TimedOut(after) => Envelope::refused(
             envelope::Failure::Timeout,
-            format!("Tool '{name}' timed out after {}", format_secs(*after)),
+            envelope::timed_out(name, *after),
         ),
-        Reply::Interrupted => Envelope::refused(
+        Reply::Interrupted(after) => Envelope::refused(
             envelope::Failure::Cancelled,
-            format!("Tool '{name}' was cancelled by the user before it finished"),
+            envelope::cancelled(name, *after),
         ),
         Reply::Failed(why) => Envelope::refused(
             envelope::Failure::Crashed,
@@ -367,6 +369,12 @@ mod tests {
         let e = envelope("t", &Reply::TimedOut(Duration::from_secs(2))).to_json();
         assert_eq!(e["error"], "Tool 't' timed out after 2s");
         assert_eq!(e["error_code"], "TOOL_TIMEOUT");
+        let e = envelope("t", &Reply::Interrupted(Duration::from_millis(1500))).to_json();
+        assert_eq!(
+            e["error"],
+            "Tool 't' was cancelled by the user after 1.5s, before it finished"
+        );
+        assert_eq!(e["error_code"], "CANCELLED");
         assert_eq!(
             envelope("t", &Reply::Refused("x".into())).to_json()["error_code"],
             "INVALID_PARAMS"

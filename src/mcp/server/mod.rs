@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime};
 use argh::FromArgs;
 
 use crate::exit;
-use crate::host::cli::parse_mode;
 use crate::host::discovery;
 use crate::host::settings::{self, parse_dir, parse_size, parse_timeout, Overrides, Settings};
 use crate::sandbox::Mode;
@@ -59,7 +58,7 @@ pub struct McpOptions {
     /// directory the server started in, --add-dir directories, $TMPDIR and
     /// /tmp), read-only or off (default: $IKIGAI_SANDBOX, else
     /// workspace-write)
-    #[argh(option, from_str_fn(parse_mode), arg_name = "MODE")]
+    #[argh(option, from_str_fn(Mode::parse), arg_name = "MODE")]
     pub sandbox: Option<Mode>,
 
     /// another writable directory besides the current one (repeatable)

@@ -10,7 +10,8 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Map, Value};
 
-use crate::host::call;
+use crate::host::call::{self, CallOutcome};
+use crate::host::envelope::Envelope;
 use crate::host::registry::Registry;
 use crate::host::settings::Settings;
 use crate::mcp::protocol::{
@@ -184,33 +185,30 @@ impl Service {
             }
         };
         let outcome = call::call(&registry, name, &arguments, &self.settings, cancel);
-        Ok(tool_result(&outcome.to_json()))
+        Ok(tool_result(&outcome))
     }
 }
 
-/// An envelope as a `CallToolResult`: the tool's JSON as text and as
-/// `structuredContent`. A failure is `isError` with its reason as text:
-/// a failure envelope (crash, timeout, a tool that exited non-zero), whole
-/// as `structuredContent` so nothing the host knows is lost, or a tool's own
+/// A call's outcome as a `CallToolResult`: the tool's JSON as text and as
+/// `structuredContent`. A failure is `isError` with its reason as text: a
+/// failure envelope (crash, timeout, a tool that exited non-zero), whole as
+/// `structuredContent` so nothing the host knows is lost, or a tool's own
 /// error answer (`{"error": ..., "error_code": ...}`, which local tools give
 /// with exit status 0).
-pub fn tool_result(envelope: &Value) -> Value {
-    let (failed, reason, structured) = if envelope["tool_success"] == Value::Bool(true) {
-        let result = &envelope["result"];
-        match result["error"].as_str() {
-            Some(error) => (true, error.to_string(), result),
-            None => (false, result.to_string(), result),
-        }
-    } else {
-        let error = envelope["error"].as_str().unwrap_or("the tool failed");
-        (true, error.to_string(), envelope)
+pub fn tool_result(outcome: &CallOutcome) -> Value {
+    let (failed, reason, structured) = match &outcome.envelope {
+        Envelope::Success { result, .. } => match result.get("error").and_then(Value::as_str) {
+            Some(error) => (true, error.to_string(), result.clone()),
+            None => (false, result.to_string(), result.clone()),
+        },
+        Envelope::Failure { error, .. } => (true, error.clone(), outcome.to_json()),
     };
     let mut answer = json!({
         "content": [{"type": "text", "text": reason}],
         "isError": failed,
     });
     if structured.is_object() {
-        answer["structuredContent"] = structured.clone();
+        answer["structuredContent"] = structured;
     }
     answer
 }
@@ -236,6 +234,7 @@ const INSTRUCTIONS: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::envelope::Failure;
     use crate::host::registry::tests::entry;
     use crate::host::registry::Origin;
 
@@ -352,20 +351,31 @@ mod tests {
     }
 
     #[test]
-    fn envelopes_become_results() {
-        let ok = tool_result(&json!({"tool_success": true, "result": {"a": 1}}));
+    fn outcomes_become_results() {
+        let success = |result: Value| {
+            CallOutcome::new(
+                Envelope::Success {
+                    result,
+                    truncated: None,
+                },
+                vec![],
+            )
+        };
+        let ok = tool_result(&success(json!({"a": 1})));
         assert_eq!(
             ok,
             json!({"content": [{"type": "text", "text": "{\"a\":1}"}],
                    "structuredContent": {"a": 1}, "isError": false})
         );
-        let failed = json!({"tool_success": false, "error": "why", "error_code": "X"});
+        let mut failed = CallOutcome::new(Envelope::refused(Failure::Crashed, "why"), vec![]);
+        failed.sandbox = Some(json!({"mode": "read-only"}));
         let bad = tool_result(&failed);
         assert_eq!(bad["isError"], true);
         assert_eq!(bad["content"][0]["text"], "why");
-        assert_eq!(bad["structuredContent"], failed);
+        assert_eq!(bad["structuredContent"], failed.to_json());
+        assert_eq!(bad["structuredContent"]["sandbox"]["mode"], "read-only");
         let own = json!({"error": "no such file", "error_code": "FILE_NOT_FOUND"});
-        let bad = tool_result(&json!({"tool_success": true, "result": own}));
+        let bad = tool_result(&success(own.clone()));
         assert_eq!(bad["isError"], true);
         assert_eq!(bad["content"][0]["text"], "no such file");
         assert_eq!(bad["structuredContent"], own);
