@@ -10,7 +10,7 @@
 //! lines of the final content.
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
 use crate::tool::{Env, Family, Tool};
@@ -150,13 +150,18 @@ impl Tool for WebFetch {
     }
 }
 
+/// Built by moving the strings in: `json!` would copy each one, and a
+/// page's markdown held twice is the fetch's peak memory.
 fn answer(url: String, page: Page, offset: u64, limit: Option<u64>) -> Value {
-    json!({
-        "success": true,
-        "url": url,
-        "title": page.title,
-        "content": lines(page.markdown, offset, limit),
-    })
+    let mut map = Map::new();
+    map.insert("success".into(), Value::Bool(true));
+    map.insert("url".into(), Value::String(url));
+    map.insert("title".into(), Value::String(page.title));
+    map.insert(
+        "content".into(),
+        Value::String(lines(page.markdown, offset, limit)),
+    );
+    Value::Object(map)
 }
 
 /// Lines `offset..offset+limit` (1-based) of `text`; empty past the end.
@@ -195,6 +200,7 @@ fn unsupported(mime: &str) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn offset_is_one_based_and_limit_counts_lines() {
