@@ -4,7 +4,6 @@
 //! tool output as it runs, diffs, the slash commands, resuming.
 
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -21,22 +20,7 @@ struct Pty {
 
 impl Pty {
     fn spawn(mut cmd: Command) -> Pty {
-        let (mut master, mut slave) = (0, 0);
-        // SAFETY: openpty fills two descriptors we then own.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty");
-        // SAFETY: both are fresh descriptors owned by nobody else.
-        let slave = unsafe { OwnedFd::from_raw_fd(slave) };
-        // SAFETY: as above.
-        let master = unsafe { std::fs::File::from_raw_fd(master) };
+        let (master, slave) = crate::common::openpty();
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave));

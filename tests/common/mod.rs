@@ -211,3 +211,27 @@ pub fn unwritable_by_default() -> tempfile::TempDir {
     }
     panic!("no directory outside /tmp, /dev/shm and $TMPDIR to test the sandbox with");
 }
+
+/// A fresh pseudo-terminal: (master, slave), both owned by the caller.
+pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two descriptors we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both are fresh descriptors owned by nobody else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    }
+}

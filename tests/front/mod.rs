@@ -196,7 +196,6 @@ fn ikigai_names_the_directories_it_searched_when_none_exists() {
 #[test]
 fn ikigai_call_on_a_terminal_says_it_waits_for_json() {
     use std::io::Write;
-    use std::os::fd::{FromRawFd, OwnedFd};
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir(home.path().join("no-system-tools")).unwrap();
     std::os::unix::fs::symlink(
@@ -204,22 +203,7 @@ fn ikigai_call_on_a_terminal_says_it_waits_for_json() {
         home.path().join("no-system-tools/bash"),
     )
     .unwrap();
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty fills two descriptors we then own.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0);
-    // SAFETY: fresh descriptors owned by nobody else.
-    let slave = unsafe { OwnedFd::from_raw_fd(slave) };
-    // SAFETY: a fresh descriptor from openpty, owned by nobody else.
-    let mut master = unsafe { std::fs::File::from_raw_fd(master) };
+    let (mut master, slave) = crate::common::openpty();
     let child = std::process::Command::new(crate::common::link("ikigai"))
         .args(["call", "bash"])
         .env("HOME", home.path())
