@@ -425,4 +425,17 @@ env = ["GITHUB_TOKEN"]
         let e = load(&Env::from_pairs([(CONFIG_VAR, missing.to_str().unwrap())])).unwrap_err();
         assert!(e.to_string().contains("cannot read the config file"), "{e}");
     }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_not_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, b"model = \"\xff\xfe\"\n").unwrap();
+        let e = load(&Env::from_pairs([(CONFIG_VAR, bad.to_str().unwrap())])).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains(bad.to_str().unwrap()) && text.contains("valid UTF-8"),
+            "{text}"
+        );
+    }
 }
