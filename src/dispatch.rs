@@ -16,6 +16,9 @@ pub enum Personality {
     /// Fence in and contain one tool call (`ikigai-tools sandbox-exec`,
     /// started by the host; not a tool, so not listed).
     SandboxExec(Vec<OsString>),
+    /// Fork the containment process of each call for a host (`ikigai-tools
+    /// sandbox-spawner`, started by the host; not listed either).
+    SandboxSpawner(Vec<OsString>),
     /// Serve the tools over MCP, with the remaining arguments.
     Mcp(Vec<OsString>),
     List,
@@ -49,6 +52,7 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
     let first = first.to_string_lossy().into_owned();
     match first.as_str() {
         crate::sandbox::exec::NAME => Personality::SandboxExec(rest[1..].to_vec()),
+        crate::sandbox::spawner::NAME => Personality::SandboxSpawner(rest[1..].to_vec()),
         "--list" => Personality::List,
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,

@@ -41,6 +41,7 @@ fn main() -> ExitCode {
             code
         }
         Personality::SandboxExec(rest) => sandbox::exec::main(&rest),
+        Personality::SandboxSpawner(rest) => sandbox::spawner::main(&rest),
         Personality::Mcp(rest) => mcp::server::main(rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();

@@ -120,8 +120,7 @@ pub fn call_watched(
         let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
         return CallOutcome::new(spawn_failure(name, &entry.path, &gone), vec![]);
     }
-    let cmd = command(entry, &args, &fence, settings, contained);
-    let spawned = Proc::start(cmd, input, limits.max_output, limits.max_output, contained);
+    let spawned = start(entry, &args, &fence, settings, contained, input);
     let mut proc = match spawned {
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
@@ -145,35 +144,172 @@ fn open_world(entry: &Entry) -> bool {
     entry.hint("openWorldHint")
 }
 
-/// The command that runs one call: the tool's file, inside the containment
-/// process when `contained`, with the environment the tool may see.
-fn command(
+/// Starts one call: the tool's file, inside the containment process when
+/// `contained` (made by the spawner when it can, else by exec'ing
+/// `sandbox-exec`), with the environment the tool may see.
+fn start(
     entry: &Entry,
     args: &[OsString],
     fence: &Fence,
     settings: &Settings,
     contained: bool,
-) -> Command {
-    let mut cmd = if contained {
-        let mut cmd = Command::new(own_executable());
-        // The name decides the personality; "ikigai-tools" is none of the
-        // tools, so the first argument (sandbox-exec) does.
-        std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
-        let best_effort = settings.sandbox.unavailable.is_some();
-        cmd.args(exec::arguments(fence, best_effort))
-            .arg(&entry.path);
-        cmd
-    } else {
-        Command::new(&entry.path)
-    };
+    input: Option<Vec<u8>>,
+) -> std::io::Result<Proc> {
+    let cap = settings.limits.max_output;
     let pass = settings
         .tool_env
         .get(&entry.name)
         .map_or(&[][..], Vec::as_slice);
-    cmd.args(args)
-        .env_clear()
-        .envs(secrets::tool_env(std::env::vars_os(), &entry.name, pass));
-    cmd
+    let env = secrets::tool_env(std::env::vars_os(), &entry.name, pass);
+    if !contained {
+        let mut cmd = Command::new(&entry.path);
+        cmd.args(args).env_clear().envs(env);
+        return Proc::start(cmd, input, cap, cap, false);
+    }
+    let best_effort = settings.sandbox.unavailable.is_some();
+    let mut contain_args = exec::arguments(fence, best_effort);
+    contain_args.remove(0); // the personality's name
+    contain_args.push(entry.path.clone().into_os_string());
+    contain_args.extend(args.iter().cloned());
+    let input = if settings.sandbox.spawner {
+        match spawned::start(&contain_args, env.clone(), input, cap) {
+            Ok(proc) => return Ok(proc),
+            Err(input) => input,
+        }
+    } else {
+        input
+    };
+    let mut cmd = Command::new(own_executable());
+    // The name decides the personality; "ikigai-tools" is none of the
+    // tools, so the first argument (sandbox-exec) does.
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+    cmd.arg(exec::NAME).args(contain_args).env_clear().envs(env);
+    Proc::start(cmd, input, cap, cap, true)
+}
+
+/// Calls whose containment process the sandbox's spawner makes: one
+/// spawner per host, started at the first such call and kept for the
+/// host's life (it ends with the host).
+mod spawned {
+    use std::ffi::OsString;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use super::own_executable;
+    use crate::host::child::{set_nonblocking, Proc};
+    use crate::sandbox::{secrets, spawner::Spawner};
+
+    static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
+    /// Set when a spawner could not be started: then every call execs.
+    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+    /// The call's process, made by the spawner; `Err` gives the input back
+    /// when the spawner cannot make it (none could be started, or the
+    /// request is too large for it), so the caller starts it the old way.
+    pub fn start(
+        args: &[OsString],
+        mut env: Vec<(OsString, OsString)>,
+        input: Option<Vec<u8>>,
+        cap: usize,
+    ) -> Result<Proc, Option<Vec<u8>>> {
+        if UNAVAILABLE.load(Ordering::Relaxed) {
+            return Err(input);
+        }
+        let Ok(cwd) = std::env::current_dir() else {
+            return Err(input);
+        };
+        env.push((crate::env::MAX_OUTPUT_VAR.into(), cap.to_string().into()));
+        let Ok((stdin, stdout, stderr)) = pipes(input.is_some()) else {
+            return Err(input);
+        };
+        let mut slot = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
+        // A spawner that died (killed by someone) is replaced once.
+        for _ in 0..2 {
+            if slot.is_none() {
+                match start_spawner() {
+                    Ok(spawner) => *slot = Some(spawner),
+                    Err(_) => {
+                        UNAVAILABLE.store(true, Ordering::Relaxed);
+                        return Err(input);
+                    }
+                }
+            }
+            let Some(spawner) = slot.as_mut() else {
+                return Err(input);
+            };
+            let theirs = [&stdin.1, &stdout.1, &stderr.1].map(AsRawFd::as_raw_fd);
+            match spawner.spawn(args, &env, &cwd, theirs) {
+                Ok(pid) => {
+                    drop(slot);
+                    // Only the call's processes hold the other ends now.
+                    let (ours_in, ours_out, ours_err) = (stdin.0, stdout.0, stderr.0);
+                    return Ok(Proc::adopt(
+                        pid, ours_in, ours_out, ours_err, input, cap, cap,
+                    ));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => return Err(input),
+                Err(_) => *slot = None,
+            }
+        }
+        Err(input)
+    }
+
+    /// Starts a spawner from a thread that lives as long as the host: a
+    /// process's parent-death signal (which ends the spawner, and the
+    /// containment processes it makes, with the host) fires when the
+    /// *thread* that started it ends, and calls run on short-lived threads.
+    fn start_spawner() -> io::Result<Spawner> {
+        let (tell, told) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("sandbox-spawner".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let started =
+                    Spawner::start(own_executable(), secrets::base_env(std::env::vars_os()));
+                let _ = tell.send(started);
+                loop {
+                    std::thread::park();
+                }
+            })?;
+        told.recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the spawner's thread ended")))
+    }
+
+    /// The three pipes of a call, each (the host's end, the call's end);
+    /// stdin is /dev/null (no host end) when there is no input.
+    #[allow(clippy::type_complexity)]
+    fn pipes(
+        input: bool,
+    ) -> io::Result<(
+        (Option<OwnedFd>, OwnedFd),
+        (OwnedFd, OwnedFd),
+        (OwnedFd, OwnedFd),
+    )> {
+        let stdin = if input {
+            let (read, write) = pipe()?;
+            set_nonblocking(write.as_raw_fd())?;
+            (Some(write), read)
+        } else {
+            (None, OwnedFd::from(std::fs::File::open("/dev/null")?))
+        };
+        let (stdout, stderr) = (pipe()?, pipe()?);
+        set_nonblocking(stdout.0.as_raw_fd())?;
+        set_nonblocking(stderr.0.as_raw_fd())?;
+        Ok((stdin, stdout, stderr))
+    }
+
+    /// A pipe, (read end, write end), both close-on-exec.
+    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two-element array on success.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are new and owned by nothing else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    }
 }
 
 /// This executable, to run as the containment process: `/proc/self/exe`

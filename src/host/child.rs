@@ -11,11 +11,12 @@
 //! the call started (even processes that left the group) and then exits.
 
 use std::ffi::OsStr;
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{self, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
+use std::process::{self, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::capture::HeadTail;
@@ -95,14 +96,65 @@ impl Capture {
     }
 }
 
+/// The process a `Proc` runs: one std started, or one made for the host by
+/// the sandbox's spawner (our child all the same, reaped here by pid).
+enum Leader {
+    Spawned(process::Child),
+    Adopted(libc::pid_t),
+}
+
+impl Leader {
+    fn id(&self) -> u32 {
+        match self {
+            Leader::Spawned(child) => child.id(),
+            Leader::Adopted(pid) => *pid as u32,
+        }
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Leader::Spawned(child) => child.try_wait(),
+            Leader::Adopted(pid) => wait_pid(*pid, libc::WNOHANG),
+        }
+    }
+
+    fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Leader::Spawned(child) => child.wait(),
+            Leader::Adopted(pid) => {
+                wait_pid(*pid, 0)?.ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))
+            }
+        }
+    }
+}
+
+/// waitpid(2) on our child `pid`: its status once it has ended.
+fn wait_pid(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, with a valid status pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == pid {
+            return Ok(Some(ExitStatus::from_raw(status)));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// A running process and its pipes.
 pub struct Proc {
-    child: process::Child,
-    stdin: Option<ChildStdin>,
+    child: Leader,
+    stdin: Option<File>,
     input: Vec<u8>,
     written: usize,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<File>,
+    stderr: Option<File>,
     /// Readable when the process exits, so an exit wakes the poll even while
     /// a background process it left keeps the pipes open.
     pidfd: Option<OwnedFd>,
@@ -182,28 +234,61 @@ impl Proc {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn()?;
-        let pid = child.id();
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        for fd in [
-            stdin.as_ref().map(AsRawFd::as_raw_fd),
-            stdout.as_ref().map(AsRawFd::as_raw_fd),
-            stderr.as_ref().map(AsRawFd::as_raw_fd),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            set_nonblocking(fd)?;
+        let pipes = [
+            child.stdin.take().map(OwnedFd::from),
+            child.stdout.take().map(OwnedFd::from),
+            child.stderr.take().map(OwnedFd::from),
+        ];
+        for fd in pipes.iter().flatten() {
+            set_nonblocking(fd.as_raw_fd())?;
         }
+        Ok(Proc::with(
+            Leader::Spawned(child),
+            pipes,
+            input,
+            (out_cap, err_cap),
+            contained,
+        ))
+    }
+
+    /// Takes charge of `pid`, a containment process that the sandbox's
+    /// spawner started as this process's child, with the host's ends of its
+    /// pipes (`stdin` only when `input` is to be fed), already non-blocking
+    /// (see [`set_nonblocking`]).
+    pub fn adopt(
+        pid: libc::pid_t,
+        stdin: Option<OwnedFd>,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+        input: Option<Vec<u8>>,
+        out_cap: usize,
+        err_cap: usize,
+    ) -> Proc {
+        Proc::with(
+            Leader::Adopted(pid),
+            [stdin, Some(stdout), Some(stderr)],
+            input,
+            (out_cap, err_cap),
+            true,
+        )
+    }
+
+    fn with(
+        child: Leader,
+        [stdin, stdout, stderr]: [Option<OwnedFd>; 3],
+        input: Option<Vec<u8>>,
+        (out_cap, err_cap): (usize, usize),
+        contained: bool,
+    ) -> Proc {
+        let pid = child.id();
         let mut proc = Proc {
             child,
-            stdin,
+            stdin: stdin.map(File::from),
             input: input.unwrap_or_default(),
             written: 0,
             pidfd: pidfd_open(pid),
-            stdout,
-            stderr,
+            stdout: stdout.map(File::from),
+            stderr: stderr.map(File::from),
             out: Capture::new(out_cap),
             err: Capture::new(err_cap),
             watch: None,
@@ -217,7 +302,7 @@ impl Proc {
         if proc.input.is_empty() {
             proc.stdin = None;
         }
-        Ok(proc)
+        proc
     }
 
     /// Hands each piece of stdout and stderr to `watch` as it is read.
@@ -471,7 +556,7 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor this process owns.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);

@@ -119,6 +119,7 @@ pub fn main(args: Vec<OsString>) -> Start {
     }
     overrides.network |= config.network.unwrap_or(false);
     let mut settings = Settings::from_process(overrides);
+    settings.sandbox.spawner = !single_call;
     settings.tool_env = config
         .tools
         .iter()

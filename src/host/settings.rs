@@ -66,6 +66,10 @@ pub struct SandboxSettings {
     /// sandbox off (a confining mode always does). Off only where the
     /// running executable cannot be a containment process (unit tests).
     pub contain: bool,
+    /// Have the sandbox's spawner make the containment processes (a host
+    /// that makes many calls: the assistant, the MCP server). Off for one
+    /// `ikigai call`, where starting the spawner would cost what it saves.
+    pub spawner: bool,
     /// Why `mode` cannot be enforced on this kernel; None when it can.
     /// Calls then run with what the kernel supports, and every call that is
     /// not read-only needs the user's approval.
@@ -170,6 +174,7 @@ impl Settings {
                     .map(|d| d.canonicalize().unwrap_or(d)),
                 network: overrides.network,
                 contain: true,
+                spawner: true,
                 unavailable: None,
             },
             tool_env: BTreeMap::new(),

@@ -118,6 +118,42 @@ pub fn main(args: &[OsString]) -> ExitCode {
     };
     // SAFETY: getppid has no preconditions and cannot fail.
     let host = unsafe { libc::getppid() };
+    contain(&request, host)
+}
+
+/// Fences this process in, runs the tool as its child and contains it:
+/// the body of the personality. Returns the code to exit with, or ends by
+/// the tool's signal.
+pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
+    let signals = match prepare(host) {
+        Ok(signals) => signals,
+        Err(code) => return code,
+    };
+    // Built before the fork, so the tool and everything it starts inherit
+    // it; this process runs nothing of the tool's.
+    if let Err(e) = build_fence(&request.fence, request.best_effort) {
+        return fail(&e);
+    }
+    // SAFETY: getpid has no failure. This process is single-threaded
+    // (nothing here starts a thread), so the child may run ordinary code.
+    let me = unsafe { libc::getpid() };
+    // SAFETY: as above, a single-threaded process may fork and run on.
+    let tool = unsafe { libc::fork() };
+    if tool < 0 {
+        return fail(&format!("cannot fork: {}", std::io::Error::last_os_error()));
+    }
+    if tool == 0 {
+        become_tool(&signals, me);
+        return run_tool(request);
+    }
+    see_through(&signals, tool)
+}
+
+/// Makes this process the containment process of a call for `host`: a
+/// subreaper that dies with the host and that the tool cannot attach to,
+/// with the signals it waits for blocked. Fails (with the code to exit
+/// with) when the host is already gone.
+pub(super) fn prepare(host: libc::pid_t) -> Result<Signals, ExitCode> {
     // SAFETY: plain prctl/getppid calls that only change flags of this process.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -128,47 +164,40 @@ pub fn main(args: &[OsString]) -> ExitCode {
         // The host may have died before the line above: then no signal
         // will come, and the call has no one to answer to.
         if libc::getppid() != host {
-            return ExitCode::from(SETUP_FAILED);
+            return Err(ExitCode::from(SETUP_FAILED));
         }
     }
-    let signals = Signals::block();
-    if let Err(e) = build_fence(&request.fence, request.best_effort) {
-        return fail(&e);
+    Ok(Signals::block())
+}
+
+/// In the tool's process (forked, fenced): becomes the tool, our own
+/// in this very process, any other by exec.
+pub(super) fn run_tool(request: &Request) -> ExitCode {
+    if let Some((tool, rest)) = own_tool(request) {
+        return crate::runner::run(tool, &rest);
     }
-    let argv = match c_strings(&request) {
-        Ok(argv) => argv,
-        Err(e) => return fail(&e),
-    };
-    let own_tool = own_tool(&request);
-    // SAFETY: getpid has no failure. This process is single-threaded
-    // (nothing here starts a thread), so the child may run ordinary code
-    // until it execs.
-    let me = unsafe { libc::getpid() };
-    // SAFETY: as above, a single-threaded process may fork and run on.
-    let tool = unsafe { libc::fork() };
-    if tool < 0 {
-        return fail(&format!("cannot fork: {}", std::io::Error::last_os_error()));
+    match c_strings(request) {
+        Ok(argv) => exec(&argv),
+        Err(e) => fail(&e),
     }
-    if tool == 0 {
-        become_tool(&signals, me);
-        return match own_tool {
-            Some((tool, rest)) => crate::runner::run(tool, &rest),
-            None => exec(&argv),
-        };
-    }
+}
+
+/// In the containment process, once the tool runs as `tool`: waits for it
+/// or for a stop, kills whatever is left, and ends as the tool ended.
+pub(super) fn see_through(signals: &Signals, tool: libc::pid_t) -> ExitCode {
     let ending = signals.wait_for(tool);
     kill_descendants();
     relay(ending)
 }
 
-fn fail(what: &str) -> ExitCode {
+pub(super) fn fail(what: &str) -> ExitCode {
     eprintln!("ikigai-tools {NAME}: {what}");
     ExitCode::from(SETUP_FAILED)
 }
 
 /// Builds the fence around this process; with `best_effort`, the parts the
 /// kernel lacks are skipped.
-fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
+pub(super) fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
     if !fence.mode.confines() {
         return Ok(());
     }
@@ -213,7 +242,7 @@ fn own_tool(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<Os
 
 /// The forked child, before it runs the tool: its own process group, killed
 /// with its parent, the signal mask it had.
-fn become_tool(signals: &Signals, containment: libc::pid_t) {
+pub(super) fn become_tool(signals: &Signals, containment: libc::pid_t) {
     // SAFETY: plain calls on this process, single-threaded after the fork.
     unsafe {
         libc::setpgid(0, 0);
@@ -256,7 +285,7 @@ enum Ending {
 
 /// The signals this process waits for, blocked so they queue instead of
 /// acting, and the mask to give back to the tool.
-struct Signals {
+pub(super) struct Signals {
     set: libc::sigset_t,
     old: libc::sigset_t,
 }
@@ -322,10 +351,29 @@ fn reap_all(tool: Option<libc::pid_t>) -> Option<libc::c_int> {
     }
 }
 
+/// Whether this process has no child left (waitpid's ECHILD), reaping
+/// those that have ended.
+fn no_children() -> bool {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD);
+        }
+    }
+}
+
 /// Kills every descendant of this process and reaps them. Rounds repeat
 /// until none is left, so a process that forked while the previous round
 /// ran is found in the next (its orphans come back here, the subreaper).
 fn kill_descendants() {
+    // Every process the tool left was re-parented here (a subreaper) by the
+    // time the tool's exit was seen: none left when this process has no
+    // child at all, the common case, which needs no look through /proc.
+    if no_children() {
+        return;
+    }
     for round in 0.. {
         let found = descendants();
         if found.is_empty() {
@@ -459,7 +507,10 @@ fn relay(ending: Ending) -> ExitCode {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, signal);
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(signal);
+        // kill, not raise: raise(3) signals the thread id glibc keeps for
+        // this thread, which a process the spawner made by a raw clone(2)
+        // inherited from the spawner; kill(2) names this process itself.
+        libc::kill(libc::getpid(), signal);
     }
     // A signal whose default is not to end the process: say it as a shell.
     ExitCode::from(crate::exit::of_signal(signal) as u8)

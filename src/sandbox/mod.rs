@@ -11,6 +11,8 @@
 //! - `exec`: the `sandbox-exec` personality, which applies both to itself and
 //!   then runs the tool as its child, staying behind as the call's
 //!   containment process: no process the tool starts outlives the call.
+//! - `spawner`: a process the host starts once, which forks the containment
+//!   process of each call instead of the host exec'ing `sandbox-exec` anew.
 //! - `secrets`: the environment a tool gets, without the host's keys.
 //!
 //! Everything here is the tool's side of the fence; the host decides the
@@ -20,6 +22,7 @@ pub mod exec;
 pub mod landlock;
 pub mod seccomp;
 pub mod secrets;
+pub mod spawner;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -610,6 +610,158 @@ fn sigkill_of_the_host_ends_its_tools() {
     assert!(all_gone(&m), "the tool outlived its host");
 }
 
+// The spawner: the process that forks each call's containment process.
+
+/// The children of `parent` (from /proc/*/stat), with their `comm` names.
+fn children_of(parent: i32) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let mut rest = stat[close + 1..].split_whitespace();
+        let (state, ppid) = (rest.next(), rest.next().and_then(|p| p.parse::<i32>().ok()));
+        if ppid == Some(parent) && state != Some("Z") {
+            found.push((pid, stat[open + 1..close].to_string()));
+        }
+    }
+    found
+}
+
+/// `ikigai-tools mcp` over the world's tools, in its workspace, and a
+/// function that makes one bash call through it and returns the output.
+fn mcp_server(
+    w: &World,
+    env: &[(&str, &str)],
+) -> (std::process::Child, impl FnMut(&str) -> String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut server = Command::new(bin())
+        .envs(env.iter().copied())
+        .args(["mcp", "--libexec-dir"])
+        .arg(&w.dirs.sys)
+        .arg("--tools-dir")
+        .arg(&w.dirs.user)
+        .current_dir(&w.ws)
+        .env("TMPDIR", &w.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut id = 0;
+    let call = move |command: &str| {
+        id += 1;
+        let request = if id == 1 {
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"}}})
+            .to_string()
+                + "\n"
+        } else {
+            String::new()
+        };
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": command}}});
+        stdin
+            .write_all(format!("{request}{call}\n").as_bytes())
+            .unwrap();
+        loop {
+            let line = lines.next().expect("an answer").unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == id {
+                return answer["result"]["structuredContent"]["output"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{answer}"))
+                    .to_string();
+            }
+        }
+    };
+    (server, call)
+}
+
+#[test]
+fn the_spawner_and_its_spare_call_end_with_their_host() {
+    let w = World::new();
+    let (mut server, mut call) = mcp_server(&w, &[]);
+    assert_eq!(call("echo one"), "one");
+    let server_pid = server.id() as i32;
+    let children = children_of(server_pid);
+    // The spawner, and the containment process it made ready for the next
+    // call (a child of the host, as `sandbox-exec` would be).
+    assert!(
+        children.iter().any(|(_, name)| name == "ikigai-contain"),
+        "{children:?}"
+    );
+    let mut all: Vec<i32> = children.iter().map(|(pid, _)| *pid).collect();
+    for (pid, _) in &children {
+        all.extend(children_of(*pid).iter().map(|(p, _)| *p));
+    }
+    assert!(all.len() >= 3, "spawner, containment, tool: {all:?}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        crate::mcp::eventually(|| all.iter().all(|pid| !crate::mcp::alive(*pid))),
+        "a process outlived its host: {all:?}"
+    );
+}
+
+#[test]
+fn a_killed_spawner_is_replaced_and_calls_go_on() {
+    let w = World::new();
+    let (mut server, mut call) = mcp_server(&w, &[]);
+    assert_eq!(call("echo one"), "one");
+    let spawner = |server: i32| -> Vec<i32> {
+        children_of(server)
+            .into_iter()
+            .filter(|(pid, _)| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).contains("sandbox-spawner")
+                    && !children_of(server)
+                        .iter()
+                        .any(|(p, n)| p == pid && n.starts_with("ikigai-"))
+            })
+            .map(|(pid, _)| pid)
+            .collect()
+    };
+    let first = spawner(server.id() as i32);
+    assert_eq!(first.len(), 1, "one spawner: {first:?}");
+    drop(Pid(first[0]));
+    assert!(crate::mcp::eventually(|| !crate::mcp::alive(first[0])));
+    assert_eq!(call("echo two"), "two");
+    let second = spawner(server.id() as i32);
+    assert!(second.len() == 1 && second != first, "{first:?} {second:?}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
+fn a_call_too_large_for_the_spawner_still_runs() {
+    let w = World::new();
+    // The environment rides with each request to the spawner; one larger
+    // than its message is started the old way, by exec. (Three variables:
+    // one string may not pass 128 KiB in an exec.)
+    let big = "x".repeat(100_000);
+    let env = [
+        ("IKIGAI_TEST_BIG1", big.as_str()),
+        ("IKIGAI_TEST_BIG2", big.as_str()),
+        ("IKIGAI_TEST_BIG3", big.as_str()),
+    ];
+    let (mut server, mut call) = mcp_server(&w, &env);
+    let sum = "echo $((${#IKIGAI_TEST_BIG1} + ${#IKIGAI_TEST_BIG2} + ${#IKIGAI_TEST_BIG3}))";
+    assert_eq!(call(sum), "300000");
+    assert_eq!(call("echo again"), "again");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
 #[test]
 fn a_tool_killed_by_a_signal_reports_128_plus_n() {
     let w = World::new();
