@@ -173,8 +173,9 @@ fn start(
     contain_args.extend(args.iter().cloned());
     let input = if settings.sandbox.spawner {
         match spawned::start(&contain_args, env.clone(), input, cap) {
-            Ok(proc) => return Ok(proc),
-            Err(input) => input,
+            spawned::Started::Proc(proc) => return Ok(*proc),
+            spawned::Started::Lost(e) => return Err(e),
+            spawned::Started::Not(input) => input,
         }
     } else {
         input
@@ -199,30 +200,39 @@ mod spawned {
 
     use super::own_executable;
     use crate::host::child::{set_nonblocking, Proc};
-    use crate::sandbox::{secrets, spawner::Spawner};
+    use crate::sandbox::secrets;
+    use crate::sandbox::spawner::{Failure, Spawner};
 
     static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
     /// Set when a spawner could not be started: then every call execs.
     static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
-    /// The call's process, made by the spawner; `Err` gives the input back
-    /// when the spawner cannot make it (none could be started, or the
-    /// request is too large for it), so the caller starts it the old way.
+    /// What became of a call handed to the spawner.
+    pub enum Started {
+        Proc(Box<Proc>),
+        /// It cannot make this call (none could be started, or the request
+        /// is too large for it): the input, to start it the old way.
+        Not(Option<Vec<u8>>),
+        /// The spawner ended after taking the call, which may be running:
+        /// the call fails rather than run twice.
+        Lost(io::Error),
+    }
+
     pub fn start(
         args: &[OsString],
         mut env: Vec<(OsString, OsString)>,
         input: Option<Vec<u8>>,
         cap: usize,
-    ) -> Result<Proc, Option<Vec<u8>>> {
+    ) -> Started {
         if UNAVAILABLE.load(Ordering::Relaxed) {
-            return Err(input);
+            return Started::Not(input);
         }
         let Ok(cwd) = std::env::current_dir() else {
-            return Err(input);
+            return Started::Not(input);
         };
         env.push((crate::env::MAX_OUTPUT_VAR.into(), cap.to_string().into()));
         let Ok((stdin, stdout, stderr)) = pipes(input.is_some()) else {
-            return Err(input);
+            return Started::Not(input);
         };
         let mut slot = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
         // A spawner that died (killed by someone) is replaced once.
@@ -232,12 +242,12 @@ mod spawned {
                     Ok(spawner) => *slot = Some(spawner),
                     Err(_) => {
                         UNAVAILABLE.store(true, Ordering::Relaxed);
-                        return Err(input);
+                        return Started::Not(input);
                     }
                 }
             }
             let Some(spawner) = slot.as_mut() else {
-                return Err(input);
+                return Started::Not(input);
             };
             let theirs = [&stdin.1, &stdout.1, &stderr.1].map(AsRawFd::as_raw_fd);
             match spawner.spawn(args, &env, &cwd, theirs) {
@@ -245,15 +255,21 @@ mod spawned {
                     drop(slot);
                     // Only the call's processes hold the other ends now.
                     let (ours_in, ours_out, ours_err) = (stdin.0, stdout.0, stderr.0);
-                    return Ok(Proc::adopt(
+                    return Started::Proc(Box::new(Proc::adopt(
                         pid, ours_in, ours_out, ours_err, input, cap, cap,
-                    ));
+                    )));
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => return Err(input),
-                Err(_) => *slot = None,
+                Err(Failure::Refused) => return Started::Not(input),
+                Err(Failure::Gone) => *slot = None,
+                Err(Failure::Lost(e)) => {
+                    *slot = None;
+                    return Started::Lost(io::Error::other(format!(
+                        "the sandbox's spawner ended while starting the call ({e})"
+                    )));
+                }
             }
         }
-        Err(input)
+        Started::Not(input)
     }
 
     /// Starts a spawner from a thread that lives as long as the host: a

@@ -74,18 +74,16 @@ impl Spawner {
     /// Has a containment process started with `args` (what follows
     /// `sandbox-exec` on its command line), `env` and `cwd`, and `stdio` as
     /// its stdin, stdout and stderr; returns its pid. The process is the
-    /// caller's child: the caller must reap it. `EMSGSIZE`: the request is
-    /// too large for the spawner; any other error: the spawner is gone.
+    /// caller's child: the caller must reap it.
     pub fn spawn(
         &mut self,
         args: &[OsString],
         env: &[(OsString, OsString)],
         cwd: &Path,
         stdio: [RawFd; 3],
-    ) -> io::Result<libc::pid_t> {
-        let request =
-            encode(cwd, args, env).ok_or_else(|| io::Error::from_raw_os_error(libc::EMSGSIZE))?;
-        send_with_fds(self.socket.as_raw_fd(), &request, &stdio)?;
+    ) -> Result<libc::pid_t, Failure> {
+        let request = encode(cwd, args, env).ok_or(Failure::Refused)?;
+        send_with_fds(self.socket.as_raw_fd(), &request, &stdio).map_err(|_| Failure::Gone)?;
         let mut answer = [0u8; 4];
         loop {
             // SAFETY: reads into a buffer of the length given.
@@ -98,17 +96,30 @@ impl Spawner {
             if n < 0 && e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(if n < 0 {
+            return Err(Failure::Lost(if n < 0 {
                 e
             } else {
                 io::Error::from(io::ErrorKind::UnexpectedEof)
-            });
+            }));
         }
         match i32::from_le_bytes(answer) {
             pid if pid > 0 => Ok(pid),
-            errno => Err(io::Error::from_raw_os_error(-errno)),
+            _errno => Err(Failure::Refused),
         }
     }
+}
+
+/// Why [`Spawner::spawn`] gave no process.
+#[derive(Debug)]
+pub enum Failure {
+    /// The spawner did not take the call (too large for one message, or it
+    /// could not fork): nothing ran, the call may start another way.
+    Refused,
+    /// The spawner is gone and never saw the call: start another one.
+    Gone,
+    /// The spawner ended after taking the call, which may be running: it
+    /// must not be started again.
+    Lost(io::Error),
 }
 
 impl Drop for Spawner {
