@@ -591,6 +591,44 @@ mod tests {
     }
 
     #[test]
+    fn draining_keeps_what_a_link_or_code_span_may_rewrite() {
+        let mut w = Writer::default();
+        let mut drained = String::new();
+        w.text("before");
+        w.open_link();
+        w.open_heading(2);
+        w.text("Title");
+        w.close_heading();
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        // The `[` and what follows it wait: the link's end moves them.
+        assert_eq!(drained, "before\n\n");
+        w.text("Summary");
+        w.close_link("https://x.org/post");
+        w.open_code();
+        w.text("a`b");
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        assert!(drained.ends_with("Summary"));
+        w.close_code();
+        w.drain(1000, &mut |piece| drained.push_str(piece));
+        drained.push_str(&w.finish());
+        assert_eq!(
+            drained,
+            "before\n\n## [Title](https://x.org/post)\n\nSummary`` a`b ``"
+        );
+    }
+
+    #[test]
+    fn a_drained_writer_still_separates_its_first_block() {
+        let mut w = Writer::default();
+        w.text("one");
+        let mut drained = String::new();
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        w.block();
+        w.text("two");
+        assert_eq!(drained + &w.finish(), "one\n\ntwo");
+    }
+
+    #[test]
     fn destinations() {
         assert_eq!(destination("https://x.org/a_(b)"), "https://x.org/a_(b)");
         assert_eq!(destination("https://x.org/a b"), "<https://x.org/a b>");
