@@ -734,6 +734,30 @@ fn through_a_proxy_the_target_and_every_redirect_are_checked_first() {
 }
 
 #[test]
+fn with_private_addresses_allowed_a_proxy_resolves_the_target_s_name() {
+    // A name that resolves nowhere: only the proxy knows it.
+    let proxy = Proxy::start("http://10.9.9.9/next");
+    let out = Sandbox::new()
+        .run_fetch()
+        .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+        .env("IKIGAI_WEB_TIMEOUT", "5")
+        .json_in(&json!({ "url": "http://pages.invalid/start" }))
+        .output();
+    // The proxy stops after a few connections, so the redirects end in a
+    // network error; what matters is that the name went to the proxy.
+    failure(&out, "NETWORK_ERROR");
+    let seen = proxy.seen();
+    assert!(
+        seen.starts_with(&[
+            "CONNECT pages.invalid:80 HTTP/1.1".to_string(),
+            "GET /start HTTP/1.1".to_string(),
+            "CONNECT 10.9.9.9:80 HTTP/1.1".to_string(),
+        ]),
+        "{seen:?}"
+    );
+}
+
+#[test]
 fn the_answer_fits_the_hosts_output_cap() {
     // Quotes and non-ASCII count as printed: escapes take more bytes.
     let body: String = (0..2000)
