@@ -278,9 +278,10 @@ impl<'a> Converter<'a> {
             }
             // The document's writer: the cells' writers stay whole until
             // their table is written into it.
-            let document = &mut self.writers[0];
-            if document.held() >= piece {
-                document.drain(piece, out);
+            if let Some(document) = self.writers.first_mut() {
+                if document.held() >= piece {
+                    document.drain(piece, out);
+                }
             }
         }
         self.pop_to(0);
