@@ -19,7 +19,7 @@ use crate::args;
 use crate::error::ToolError;
 use crate::out::print_out;
 use crate::protocol::Protocol;
-use crate::tool::{Env, Family, Tool};
+use crate::tool::{Answer, Env, Family, Tool};
 use crate::truncate;
 
 pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
@@ -56,17 +56,19 @@ pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
 }
 
 /// Parses, validates, executes and fits the answer to the host's cap: the
-/// whole call minus the I/O.
-pub fn call(tool: &dyn Tool, input: &[u8], env: &Env) -> Result<Value, ToolError> {
+/// whole call minus the I/O. Without a cap, a tool may write its answer
+/// itself (`Tool::answer`); under one, the value is fitted here.
+pub fn call(tool: &dyn Tool, input: &[u8], env: &Env) -> Result<Answer, ToolError> {
     let raw = args::parse_input(input)?;
     let schema: Value =
         serde_json::from_str(tool.schema()).expect("tool schemas are valid JSON (tested)");
     let valid = args::validate(&schema, &raw)?;
+    let Some(cap) = env.max_output() else {
+        return tool.answer(&valid, env);
+    };
     let mut answer = tool.execute(&valid, env)?;
-    if let Some(cap) = env.max_output() {
-        truncate::fit(&mut answer, cap);
-    }
-    Ok(answer)
+    truncate::fit(&mut answer, cap);
+    Ok(Answer::Value(answer))
 }
 
 /// The JSON a failure answers with, in the tool's family convention.
@@ -79,10 +81,16 @@ pub fn error_answer(family: Family, err: &ToolError) -> Value {
     }
 }
 
-fn finish(tool: &dyn Tool, protocol: Protocol, result: Result<Value, ToolError>) -> ExitCode {
+fn finish(tool: &dyn Tool, protocol: Protocol, result: Result<Answer, ToolError>) -> ExitCode {
     match result {
-        Ok(value) => {
+        Ok(Answer::Value(value)) => {
             print_json(&value);
+            ExitCode::SUCCESS
+        }
+        Ok(Answer::Written(write)) => {
+            // A reader that went away (EPIPE) is not our failure.
+            let mut out = stdout_chunks();
+            let _ = write(&mut out).and_then(|()| out.flush());
             ExitCode::SUCCESS
         }
         Err(err) => {
@@ -113,9 +121,13 @@ fn print_json(value: &Value) {
     // gigabytes) is not held a second time as text. Serialising a Value
     // cannot fail (string keys, finite numbers); a reader that went away
     // (EPIPE) is not our failure.
-    let mut out = Chunks(Vec::with_capacity(CHUNK + 4096), io::stdout().lock());
+    let mut out = stdout_chunks();
     let _ = serde_json::to_writer(&mut out, value);
     let _ = out.flush();
+}
+
+fn stdout_chunks() -> Chunks<io::StdoutLock<'static>> {
+    Chunks(Vec::with_capacity(CHUNK + 4096), io::stdout().lock())
 }
 
 /// Collects the serialiser's many small writes in a Vec (whose

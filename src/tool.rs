@@ -2,6 +2,8 @@
 //! it receives validated JSON arguments and what it may know of the world it
 //! runs in (`Env`), and returns a JSON result or a typed error.
 
+use std::io::{self, Write};
+
 use serde_json::{Map, Value};
 
 pub use crate::env::Env;
@@ -30,7 +32,25 @@ pub trait Tool: Sync {
     /// Runs the tool on arguments already validated against `schema()`
     /// (optional parameters given as `null` have been removed).
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError>;
+    /// `execute` for a caller that prints the answer whole, with no cap
+    /// on its size: a tool whose answer can be as big as its input may
+    /// return it as a writer, so that it is never held as a whole. The
+    /// JSON written must be the text of the value `execute` would return.
+    fn answer(&self, args: &Map<String, Value>, env: &Env) -> Result<Answer, ToolError> {
+        self.execute(args, env).map(Answer::Value)
+    }
 }
+
+/// A tool's successful answer: a value, or what writes its JSON text.
+/// Everything that can fail has failed before a writer is returned, so an
+/// answer that has started to be written is always finished.
+pub enum Answer {
+    Value(Value),
+    Written(WriteAnswer),
+}
+
+/// Writes an answer's JSON text; an error is the reader's (a closed pipe).
+pub type WriteAnswer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()>>;
 
 /// The first sentence of a tool's description, for help listings.
 pub fn summary(tool: &dyn Tool) -> String {

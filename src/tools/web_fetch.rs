@@ -8,16 +8,23 @@
 //! page's `<title>`; other text types come back as text with an empty title;
 //! binary types are refused by name. `offset` (1-based) and `limit` count
 //! lines of the final content.
+//!
+//! Printed whole (no cap on the answer), the answer is written as the
+//! markdown is made, never held: the process holds the page and a few
+//! pieces of markdown, not the page and its markdown.
 
+use std::io::{self, Write};
+
+use memchr::{memchr, memchr_iter};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ToolError};
-use crate::tool::{Env, Family, Tool};
+use crate::tool::{Answer, Env, Family, Tool};
 
 use super::web::content::{self, ContentType, Kind};
 use super::web::http::{self, Client, Failure, BODY_CAP};
-use super::web::markdown::{self, Page};
+use super::web::markdown::{Plan, PIECE};
 use super::web::stub;
 use crate::args;
 
@@ -82,101 +89,269 @@ impl Tool for WebFetch {
     }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
-        let Args { url, offset, limit } = args::typed(args)?;
-        let raw_url = url.as_str();
-        let url = http::parse_url(raw_url).map_err(|why| {
-            ToolError::new(
-                ErrorCode::InvalidUrl,
-                format!("Invalid URL '{raw_url}': {why}"),
-            )
-        })?;
-        if env.stub() {
-            let page = stub::page();
-            return Ok(answer(url.to_string(), page, offset, limit));
-        }
+        let fetched = fetch(args, env)?;
+        let mut content = String::new();
+        fetched.content(&mut |piece| content.push_str(piece));
+        // Built by moving the strings in: `json!` would copy each one.
+        let mut map = Map::new();
+        map.insert("success".into(), Value::Bool(true));
+        map.insert("url".into(), Value::String(fetched.url));
+        map.insert("title".into(), Value::String(fetched.title));
+        map.insert("content".into(), Value::String(content));
+        Ok(Value::Object(map))
+    }
 
-        let client = Client::new(env)?;
-        let response =
-            client
-                .get(&url, &[("Accept", ACCEPT)], &[])
-                .map_err(|failure| match failure {
-                    Failure::Network(reason) => ToolError::new(
-                        ErrorCode::NetworkError,
-                        format!("Failed to fetch URL: {reason}"),
-                    ),
-                    Failure::Decode(reason) => ToolError::new(
-                        ErrorCode::ParseError,
-                        format!("Failed to parse response: {reason}"),
-                    ),
-                    Failure::Blocked(reason) => ToolError::new(
-                        ErrorCode::AddressBlocked,
-                        format!("Refused to fetch URL: {reason}"),
-                    ),
-                })?;
-        if response.status >= 400 {
-            return Err(ToolError::new(
-                ErrorCode::HttpError,
-                http::status_text(response.status),
-            ));
-        }
+    fn answer(&self, args: &Map<String, Value>, env: &Env) -> Result<Answer, ToolError> {
+        let fetched = fetch(args, env)?;
+        Ok(Answer::Written(Box::new(move |out| fetched.write(out))))
+    }
+}
 
-        let content_type = ContentType::parse(response.content_type.as_deref().unwrap_or(""));
-        let kind = content::classify(&content_type.mime, &response.body);
-        let mut page = match kind {
-            Kind::Binary => return Err(unsupported(&content_type.mime)),
-            Kind::Html => {
-                let html = content::decode(response.body, content_type.charset.as_deref(), kind);
-                markdown::convert(&html, &response.url)
-            }
-            Kind::Text => {
-                let text = content::decode(response.body, content_type.charset.as_deref(), kind);
-                Page {
-                    title: String::new(),
-                    markdown: text.replace("\r\n", "\n"),
+/// A response read and ready to answer: everything that can fail has.
+struct Fetched {
+    /// The final URL, after redirects.
+    url: String,
+    title: String,
+    body: Body,
+    /// The body was longer than `BODY_CAP` and was cut there.
+    truncated: bool,
+    lines: Lines,
+}
+
+enum Body {
+    /// A page, and what the first pass over it found; its markdown is
+    /// made while it is answered.
+    Html { html: String, plan: Plan },
+    /// Text answered as it is, its CRLF line ends made LF.
+    Text(String),
+    /// Markdown answered as it is (the stub page).
+    Markdown(String),
+}
+
+/// Fetches and reads the page the arguments name.
+fn fetch(args: &Map<String, Value>, env: &Env) -> Result<Fetched, ToolError> {
+    let Args { url, offset, limit } = args::typed(args)?;
+    let raw_url = url.as_str();
+    let url = http::parse_url(raw_url).map_err(|why| {
+        ToolError::new(
+            ErrorCode::InvalidUrl,
+            format!("Invalid URL '{raw_url}': {why}"),
+        )
+    })?;
+    let lines = Lines::new(offset, limit);
+    if env.stub() {
+        let page = stub::page();
+        return Ok(Fetched {
+            url: url.to_string(),
+            title: page.title,
+            body: Body::Markdown(page.markdown),
+            truncated: false,
+            lines,
+        });
+    }
+
+    let client = Client::new(env)?;
+    let response =
+        client
+            .get(&url, &[("Accept", ACCEPT)], &[])
+            .map_err(|failure| match failure {
+                Failure::Network(reason) => ToolError::new(
+                    ErrorCode::NetworkError,
+                    format!("Failed to fetch URL: {reason}"),
+                ),
+                Failure::Decode(reason) => ToolError::new(
+                    ErrorCode::ParseError,
+                    format!("Failed to parse response: {reason}"),
+                ),
+                Failure::Blocked(reason) => ToolError::new(
+                    ErrorCode::AddressBlocked,
+                    format!("Refused to fetch URL: {reason}"),
+                ),
+            })?;
+    if response.status >= 400 {
+        return Err(ToolError::new(
+            ErrorCode::HttpError,
+            http::status_text(response.status),
+        ));
+    }
+
+    let content_type = ContentType::parse(response.content_type.as_deref().unwrap_or(""));
+    let kind = content::classify(&content_type.mime, &response.body);
+    let charset = content_type.charset.as_deref();
+    let (title, body) = match kind {
+        Kind::Binary => return Err(unsupported(&content_type.mime)),
+        Kind::Html => {
+            let html = content::decode(response.body, charset, kind);
+            let mut plan = Plan::of(&html, &response.url);
+            (std::mem::take(&mut plan.title), Body::Html { html, plan })
+        }
+        Kind::Text => (
+            String::new(),
+            Body::Text(content::decode(response.body, charset, kind)),
+        ),
+    };
+    Ok(Fetched {
+        url: response.url,
+        title,
+        body,
+        truncated: response.truncated,
+        lines,
+    })
+}
+
+impl Fetched {
+    /// The answer's `content`, handed to `out` in pieces: the markdown or
+    /// the text, a note when the body was cut, and of those only the lines
+    /// asked for.
+    fn content(&self, out: &mut dyn FnMut(&str)) {
+        let mut content = Content {
+            lines: self.lines,
+            any: false,
+            out,
+        };
+        match &self.body {
+            Body::Html { html, plan } => plan.write(html, PIECE, &mut |piece| content.push(piece)),
+            Body::Text(text) => {
+                for (i, part) in text.split("\r\n").enumerate() {
+                    if i > 0 {
+                        content.push("\n");
+                    }
+                    content.push(part);
                 }
             }
-        };
-        if response.truncated {
-            if !page.markdown.is_empty() {
-                page.markdown.push_str("\n\n");
+            Body::Markdown(markdown) => content.push(markdown),
+        }
+        if self.truncated {
+            if content.any {
+                content.push("\n\n");
             }
-            page.markdown.push_str(&format!(
+            content.push(&format!(
                 "[Content truncated: the response is larger than {} MiB; only its first {} MiB were read.]",
                 BODY_CAP >> 20,
                 BODY_CAP >> 20
             ));
         }
-        Ok(answer(response.url, page, offset, limit))
+    }
+
+    /// Writes the answer's JSON text, the text of the value `execute`
+    /// returns, byte for byte, making the content as it goes.
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(b"{\"success\":true,\"url\":")?;
+        serde_json::to_writer(&mut *out, &self.url)?;
+        out.write_all(b",\"title\":")?;
+        serde_json::to_writer(&mut *out, &self.title)?;
+        out.write_all(b",\"content\":\"")?;
+        let mut written = Ok(());
+        self.content(&mut |piece| {
+            if written.is_ok() {
+                written = escape(piece, out);
+            }
+        });
+        written?;
+        out.write_all(b"\"}")
     }
 }
 
-/// Built by moving the strings in: `json!` would copy each one, and a
-/// page's markdown held twice is the fetch's peak memory.
-fn answer(url: String, page: Page, offset: u64, limit: Option<u64>) -> Value {
-    let mut map = Map::new();
-    map.insert("success".into(), Value::Bool(true));
-    map.insert("url".into(), Value::String(url));
-    map.insert("title".into(), Value::String(page.title));
-    map.insert(
-        "content".into(),
-        Value::String(lines(page.markdown, offset, limit)),
-    );
-    Value::Object(map)
+/// The content as it goes by: whether any came (the note of a cut body
+/// is set apart from it) and the lines it keeps.
+struct Content<'a> {
+    lines: Lines,
+    any: bool,
+    out: &'a mut dyn FnMut(&str),
 }
 
-/// Lines `offset..offset+limit` (1-based) of `text`; empty past the end.
-/// The whole text is moved, not copied: a page's markdown can be megabytes.
-fn lines(text: String, offset: u64, limit: Option<u64>) -> String {
-    if offset <= 1 && limit.is_none() {
-        return text;
+impl Content<'_> {
+    fn push(&mut self, piece: &str) {
+        self.any |= !piece.is_empty();
+        self.lines.filter(piece, self.out);
     }
-    let skip = usize::try_from(offset.saturating_sub(1)).unwrap_or(usize::MAX);
-    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    text.split('\n')
-        .skip(skip)
-        .take(take)
-        .collect::<Vec<_>>()
-        .join("\n")
+}
+
+/// The lines `offset..offset+limit` (1-based, joined by their `\n`) of a
+/// text that goes by in pieces; nothing past its end.
+#[derive(Debug, Clone, Copy)]
+struct Lines {
+    /// The first line kept, counted from 0.
+    first: u64,
+    /// The line after the last one kept (`u64::MAX`: no limit).
+    end: u64,
+    /// The line the text has reached.
+    line: u64,
+}
+
+impl Lines {
+    fn new(offset: u64, limit: Option<u64>) -> Lines {
+        let first = offset.saturating_sub(1);
+        Lines {
+            first,
+            end: limit.map_or(u64::MAX, |l| first.saturating_add(l)),
+            line: 0,
+        }
+    }
+
+    /// Hands `out` what `piece` holds of the lines kept: they go by
+    /// whole, newlines included, but for the one that ends the last line
+    /// kept and the ones that end lines before the first.
+    fn filter(&mut self, piece: &str, out: &mut dyn FnMut(&str)) {
+        let mut rest = piece;
+        while self.line < self.first {
+            let Some(i) = memchr(b'\n', rest.as_bytes()) else {
+                return;
+            };
+            rest = &rest[i + 1..];
+            self.line += 1;
+        }
+        if self.line >= self.end || rest.is_empty() {
+            return;
+        }
+        if self.end != u64::MAX {
+            for i in memchr_iter(b'\n', rest.as_bytes()) {
+                self.line += 1;
+                if self.line == self.end {
+                    if i > 0 {
+                        out(&rest[..i]);
+                    }
+                    return;
+                }
+            }
+        }
+        out(rest);
+    }
+}
+
+/// Writes `text` as the inside of a JSON string, escaped exactly as
+/// serde_json escapes it (`"`, `\\`, and the control characters, by their
+/// short escape where JSON has one), so that a written answer is the text
+/// of the value.
+fn escape(text: &str, out: &mut dyn Write) -> io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        out.write_all(&bytes[start..i])?;
+        start = i + 1;
+        match b {
+            b'"' => out.write_all(b"\\\"")?,
+            b'\\' => out.write_all(b"\\\\")?,
+            b'\n' => out.write_all(b"\\n")?,
+            b'\r' => out.write_all(b"\\r")?,
+            b'\t' => out.write_all(b"\\t")?,
+            0x08 => out.write_all(b"\\b")?,
+            0x0c => out.write_all(b"\\f")?,
+            _ => out.write_all(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ])?,
+        }
+    }
+    out.write_all(&bytes[start..])
 }
 
 fn unsupported(mime: &str) -> ToolError {
@@ -202,17 +377,141 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The lines of `text` a window keeps, the text handed over in pieces
+    /// cut every `cut` bytes (on character boundaries).
+    fn lines(text: &str, offset: u64, limit: Option<u64>, cut: usize) -> String {
+        let mut window = Lines::new(offset, limit);
+        let mut kept = String::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut at = cut.min(rest.len());
+            while !rest.is_char_boundary(at) {
+                at += 1;
+            }
+            window.filter(&rest[..at], &mut |piece| {
+                assert!(!piece.is_empty());
+                kept.push_str(piece)
+            });
+            rest = &rest[at..];
+        }
+        kept
+    }
+
     #[test]
     fn offset_is_one_based_and_limit_counts_lines() {
         let text = "l1\nl2\nl3\nl4";
-        assert_eq!(lines(text.into(), 1, None), text);
-        assert_eq!(lines(text.into(), 3, None), "l3\nl4");
-        assert_eq!(lines(text.into(), 2, Some(2)), "l2\nl3");
-        assert_eq!(lines(text.into(), 1, Some(1)), "l1");
-        assert_eq!(lines(text.into(), 4, Some(10)), "l4");
-        assert_eq!(lines(text.into(), 5, None), "");
-        assert_eq!(lines(text.into(), u64::MAX, Some(u64::MAX)), "");
-        assert_eq!(lines("".into(), 1, Some(3)), "");
+        for cut in [1, 2, 3, 100] {
+            assert_eq!(lines(text, 1, None, cut), text);
+            assert_eq!(lines(text, 3, None, cut), "l3\nl4");
+            assert_eq!(lines(text, 2, Some(2), cut), "l2\nl3");
+            assert_eq!(lines(text, 1, Some(1), cut), "l1");
+            assert_eq!(lines(text, 4, Some(10), cut), "l4");
+            assert_eq!(lines(text, 5, None, cut), "");
+            assert_eq!(lines(text, u64::MAX, Some(u64::MAX), cut), "");
+            assert_eq!(lines("", 1, Some(3), cut), "");
+        }
+    }
+
+    #[test]
+    fn lines_are_those_of_the_whole_text_however_it_is_cut() {
+        for text in [
+            "",
+            "\n",
+            "\n\n",
+            "a\n",
+            "\na",
+            "é\n\nü\nx\n",
+            "one\ntwo\n\nfour\nfive",
+        ] {
+            for offset in 0..8 {
+                for limit in [None, Some(0), Some(1), Some(2), Some(5)] {
+                    let skip = usize::try_from(offset.max(1) - 1).unwrap();
+                    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap());
+                    let want = text
+                        .split('\n')
+                        .skip(skip)
+                        .take(take)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    for cut in 1..=text.len().max(1) {
+                        assert_eq!(
+                            lines(text, offset, limit, cut),
+                            want,
+                            "{text:?} offset {offset} limit {limit:?} cut {cut}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escapes_as_serde_json_does() {
+        let mut text: String = (0u8..0x80).map(char::from).collect();
+        text.push_str("é€𝄞 \"quoted\" back\\slash \u{2028}\u{7f}");
+        let mut written = Vec::new();
+        escape(&text, &mut written).unwrap();
+        let value = serde_json::to_string(&text).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            value[1..value.len() - 1]
+        );
+    }
+
+    /// The written answer is byte for byte the value's text.
+    fn both(fetched: &Fetched) -> (String, String) {
+        let mut written = Vec::new();
+        fetched.write(&mut written).unwrap();
+        let mut content = String::new();
+        fetched.content(&mut |piece| content.push_str(piece));
+        let value = json!({"success": true, "url": fetched.url, "title": fetched.title,
+                           "content": content});
+        (String::from_utf8(written).unwrap(), value.to_string())
+    }
+
+    #[test]
+    fn a_written_answer_is_the_value_s_text() {
+        let html = "<title>A \"t\"</title><main><h1>Head</h1>\n<p>one\ttwo</p><pre>a\n\tb\\c</pre>\
+                    <p><a href=\"/x\">link</a> <code>x`y</code></p></main>"
+            .to_string();
+        let page = |truncated, offset, limit| {
+            let mut plan = Plan::of(&html, "http://example.com/a?b=\"c\"");
+            Fetched {
+                url: "http://example.com/a?b=\"c\"".into(),
+                title: std::mem::take(&mut plan.title),
+                body: Body::Html {
+                    html: html.clone(),
+                    plan,
+                },
+                truncated,
+                lines: Lines::new(offset, limit),
+            }
+        };
+        let text = |body: &str, truncated| Fetched {
+            url: "http://example.com/t".into(),
+            title: String::new(),
+            body: Body::Text(body.into()),
+            truncated,
+            lines: Lines::new(1, None),
+        };
+        let (written, value) = both(&page(false, 1, None));
+        assert_eq!(written, value);
+        assert!(written.starts_with(
+            r##"{"success":true,"url":"http://example.com/a?b=\"c\"","title":"A \"t\"","content":"# Head\n\n"##
+        ));
+        for (truncated, offset, limit) in [(true, 1, None), (false, 3, Some(2)), (true, 5, None)] {
+            let (written, value) = both(&page(truncated, offset, limit));
+            assert_eq!(written, value);
+        }
+        let (written, value) = both(&text("a\r\nb\rc\r\n", false));
+        assert_eq!(written, value);
+        assert!(written.ends_with(r#""content":"a\nb\rc\n"}"#));
+        let (written, value) = both(&text("", true));
+        assert_eq!(written, value);
+        assert!(written
+            .contains(r#""content":"[Content truncated: the response is larger than 10 MiB"#));
+        let (written, _) = both(&text("x", true));
+        assert!(written.contains(r#""content":"x\n\n[Content truncated"#));
     }
 
     #[test]

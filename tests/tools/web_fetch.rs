@@ -734,6 +734,30 @@ fn through_a_proxy_the_target_and_every_redirect_are_checked_first() {
 }
 
 #[test]
+fn with_private_addresses_allowed_a_proxy_resolves_the_target_s_name() {
+    // A name that resolves nowhere: only the proxy knows it.
+    let proxy = Proxy::start("http://10.9.9.9/next");
+    let out = Sandbox::new()
+        .run_fetch()
+        .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+        .env("IKIGAI_WEB_TIMEOUT", "5")
+        .json_in(&json!({ "url": "http://pages.invalid/start" }))
+        .output();
+    // The proxy stops after a few connections, so the redirects end in a
+    // network error; what matters is that the name went to the proxy.
+    failure(&out, "NETWORK_ERROR");
+    let seen = proxy.seen();
+    assert!(
+        seen.starts_with(&[
+            "CONNECT pages.invalid:80 HTTP/1.1".to_string(),
+            "GET /start HTTP/1.1".to_string(),
+            "CONNECT 10.9.9.9:80 HTTP/1.1".to_string(),
+        ]),
+        "{seen:?}"
+    );
+}
+
+#[test]
 fn the_answer_fits_the_hosts_output_cap() {
     // Quotes and non-ASCII count as printed: escapes take more bytes.
     let body: String = (0..2000)
@@ -821,4 +845,46 @@ fn undeclared_non_utf8_pages_are_windows_1252() {
     let answer = success(&fetch_url(&server.url("/")));
     assert_eq!(answer["title"], "Café");
     assert_eq!(answer["content"], "naïve “quotes” € 5");
+}
+
+#[test]
+fn a_written_answer_is_the_same_bytes_as_a_capped_one_that_fits() {
+    // Without a cap the answer is written as the markdown is made; under a
+    // cap it fits, it is the value the runner prints. Long enough to be
+    // handed on in many pieces, with links around blocks and code spans
+    // (rewritten when they close) across piece boundaries.
+    let section = |i: usize| {
+        format!(
+            "<h2>Section {i}</h2><p>Text with \"quotes\", a\ttab, café and <code>a`b</code>.</p>\
+             <a href=\"/post/{i}\"><h3>Card {i}</h3><p>Summary</p></a>\
+             <blockquote><p>Quoted<br>twice</p></blockquote><ul><li>one<li>two</ul>"
+        )
+    };
+    let body: String = (0..1000).map(section).collect();
+    let server = serve(Reply::html(format!(
+        "<title>Pieces</title><main>{body}</main>"
+    )));
+    let url = server.url("/pieces");
+    for args in [
+        json!({"url": url}),
+        json!({"url": url, "offset": 7}),
+        json!({"url": url, "offset": 100, "limit": 250}),
+        json!({"url": url, "limit": 1}),
+        json!({"url": url, "offset": 1_000_000}),
+    ] {
+        let written = fetch(args.clone());
+        let capped = Sandbox::new()
+            .run_fetch()
+            .env("IKIGAI_MAX_OUTPUT", "100000000")
+            .json_in(&args)
+            .output();
+        assert_eq!(written.code, capped.code);
+        assert!(written.stdout == capped.stdout, "{args}");
+        success(&written);
+    }
+    let whole = success(&fetch_url(&url));
+    let content = whole["content"].as_str().unwrap();
+    assert!(content.len() > 4 * 32 * 1024, "{}", content.len());
+    assert!(content.contains("\n\n### [Card 999](http://127.0.0.1:"));
+    assert!(content.ends_with("* one\n* two"));
 }

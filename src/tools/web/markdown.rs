@@ -6,9 +6,10 @@
 //! second keeps a stack of the open elements, closes the ones HTML closes
 //! by itself (`<p>` before a block, `<li>` before the next item, cells
 //! before the next row), and writes markdown as elements open and close
-//! (`writer`). Memory is the page, its markdown and the open elements;
-//! nesting deeper than `MAX_DEPTH` is flattened (deeper elements count as
-//! text only), so no page is refused.
+//! (`writer`), handing it on in pieces as it goes (`Plan::write`).
+//! Memory is the page, the open elements and the markdown not yet handed
+//! on; nesting deeper than `MAX_DEPTH` is flattened (deeper elements count
+//! as text only), so no page is refused.
 //!
 //! When the page marks its main content, only what is inside it is
 //! written: navigation, headers, footers, asides, forms and banners
@@ -47,23 +48,53 @@ pub struct Page {
     pub markdown: String,
 }
 
-/// Converts a decoded HTML page fetched from `url`.
-pub fn convert(html: &str, url: &str) -> Page {
-    let survey = Survey::of(html);
-    let base = survey
-        .base
-        .as_deref()
-        .filter(|b| !matches!(scheme_of(b), Some(s) if !is_web(s)))
-        .map_or_else(|| url.to_string(), |b| resolve(url, b));
-    let mut markdown = Converter::new(html, &base, survey.main).run();
-    if markdown.is_empty() && survey.main.is_some() {
-        // A main element with nothing in it: the page's body is better
-        // than nothing.
-        markdown = Converter::new(html, &base, None).run();
+/// How much markdown the document's writer gathers before handing it on:
+/// enough that the hand-offs cost nothing beside the conversion, little
+/// beside a page.
+pub const PIECE: usize = 32 * 1024;
+
+/// What the first pass finds, owned, so that it can be kept beside the
+/// page until the markdown is written.
+#[derive(Debug)]
+pub struct Plan {
+    /// The page's `<title>`, its spaces collapsed; empty without one.
+    pub title: String,
+    /// What relative URLs resolve against.
+    base: String,
+    main: Option<usize>,
+}
+
+impl Plan {
+    /// The first pass over `html`, fetched from `url`.
+    pub fn of(html: &str, url: &str) -> Plan {
+        let survey = Survey::of(html);
+        let base = survey
+            .base
+            .as_deref()
+            .filter(|b| !matches!(scheme_of(b), Some(s) if !is_web(s)))
+            .map_or_else(|| url.to_string(), |b| resolve(url, b));
+        Plan {
+            title: survey.title.unwrap_or_default(),
+            base,
+            main: survey.main,
+        }
     }
-    Page {
-        title: survey.title.unwrap_or_default(),
-        markdown,
+
+    /// The second pass: the markdown of `html` (the page `of` was given),
+    /// handed to `out` front to back in pieces of at least `piece` bytes
+    /// (the last one shorter), as it is written: the pieces put together
+    /// are the markdown, whatever `piece` is.
+    pub fn write(&self, html: &str, piece: usize, out: &mut dyn FnMut(&str)) {
+        let mut written = false;
+        Converter::new(html, &self.base, self.main).run(piece, &mut |text| {
+            written |= !text.is_empty();
+            out(text)
+        });
+        if !written && self.main.is_some() {
+            // A main element with nothing in it: the page's body is better
+            // than nothing.
+            Converter::new(html, &self.base, None).run(piece, out);
+        }
     }
 }
 
@@ -213,9 +244,7 @@ impl<'a> Converter<'a> {
             target,
             ordinal: 0,
             stack: Vec::new(),
-            // The markdown is rarely longer than the page: one allocation,
-            // never copied while it grows (pages not written cost nothing).
-            writers: vec![Writer::with_capacity(html.len())],
+            writers: vec![Writer::default()],
             tables: Vec::new(),
             lists: Vec::new(),
             pre: None,
@@ -229,7 +258,9 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn run(mut self) -> String {
+    /// Converts, handing the markdown to `out` in pieces (see
+    /// `Plan::write`).
+    fn run(mut self, piece: usize, out: &mut dyn FnMut(&str)) {
         for token in Tokenizer::new(self.html) {
             match token {
                 Token::Text(text) => self.text(text),
@@ -245,12 +276,20 @@ impl<'a> Converter<'a> {
                 Token::Start(tag) => self.start(tag),
                 Token::End(name) => self.end(name),
             }
+            // The document's writer: the cells' writers stay whole until
+            // their table is written into it.
+            if let Some(document) = self.writers.first_mut() {
+                if document.held() >= piece {
+                    document.drain(piece, out);
+                }
+            }
         }
         self.pop_to(0);
-        while self.writers.len() > 1 {
-            self.writers.pop();
+        self.writers.truncate(1);
+        let rest = self.writers.pop().map(Writer::finish).unwrap_or_default();
+        if !rest.is_empty() {
+            out(&rest);
         }
-        self.writers.pop().map(Writer::finish).unwrap_or_default()
     }
 
     fn rendering(&self) -> bool {

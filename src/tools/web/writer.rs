@@ -15,6 +15,10 @@
 //!   `MAX_PREFIXES` levels are written.
 //! - A link around block content keeps its blocks and links the first
 //!   line's text, once (`## [Title](url)`).
+//! - What is written is handed on as it is written (`drain`), up to the
+//!   first byte a later step may still rewrite (an open link's `[`, an open
+//!   code span's backtick): the writer holds what is pending, not the whole
+//!   markdown.
 
 use std::borrow::Cow;
 
@@ -52,7 +56,10 @@ enum Opener {
 
 #[derive(Debug)]
 pub struct Writer {
+    /// The markdown written and not yet drained.
     out: String,
+    /// Some markdown was drained: `out` is not the start of the text.
+    drained: bool,
     brk: Break,
     /// How many prefixes the blank line of a pending `Blank` carries: those
     /// open when the break was asked for (a quote that starts after a
@@ -78,6 +85,7 @@ impl Default for Writer {
     fn default() -> Self {
         Writer {
             out: String::new(),
+            drained: false,
             brk: Break::None,
             blank_depth: 0,
             prefixes: Vec::new(),
@@ -93,17 +101,36 @@ impl Default for Writer {
 }
 
 impl Writer {
-    pub fn with_capacity(capacity: usize) -> Self {
-        Writer {
-            out: String::with_capacity(capacity),
-            ..Writer::default()
-        }
-    }
-
-    /// The markdown written (a pending break or marker at the end is
-    /// dropped).
+    /// The markdown written and not drained (a pending break or marker at
+    /// the end is dropped).
     pub fn finish(self) -> String {
         self.out
+    }
+
+    /// Hands `out` the markdown written so far that nothing can rewrite
+    /// any more, and forgets it, once there are at least `at_least` bytes
+    /// of it: everything before an open link's `[` and an open code span's
+    /// backtick (which `close_link` and `close_code` may still move).
+    /// Everything rewritten lies at or after those, so what is drained is
+    /// the final text's start, byte for byte.
+    pub fn drain(&mut self, at_least: usize, out: &mut dyn FnMut(&str)) {
+        let end = [self.link_at, self.code_at]
+            .into_iter()
+            .flatten()
+            .fold(self.out.len(), usize::min);
+        if end == 0 || end < at_least {
+            return;
+        }
+        out(&self.out[..end]);
+        self.out.drain(..end);
+        self.drained = true;
+        self.link_at = self.link_at.map(|at| at - end);
+        self.code_at = self.code_at.map(|at| at - end);
+    }
+
+    /// How many bytes the writer holds (written, not drained).
+    pub fn held(&self) -> usize {
+        self.out.len()
     }
 
     fn want(&mut self, brk: Break) {
@@ -193,7 +220,7 @@ impl Writer {
                 }
             }
             Break::Hard | Break::Line | Break::Blank => {
-                if !self.out.is_empty() {
+                if self.drained || !self.out.is_empty() {
                     if brk == Break::Hard && !self.at_line_start {
                         self.out.push('\\');
                     }
@@ -561,6 +588,44 @@ mod tests {
             w.finish(),
             "before\n\n## [Title](https://x.org/post)\n\nSummary\n\nafter"
         );
+    }
+
+    #[test]
+    fn draining_keeps_what_a_link_or_code_span_may_rewrite() {
+        let mut w = Writer::default();
+        let mut drained = String::new();
+        w.text("before");
+        w.open_link();
+        w.open_heading(2);
+        w.text("Title");
+        w.close_heading();
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        // The `[` and what follows it wait: the link's end moves them.
+        assert_eq!(drained, "before\n\n");
+        w.text("Summary");
+        w.close_link("https://x.org/post");
+        w.open_code();
+        w.text("a`b");
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        assert!(drained.ends_with("Summary"));
+        w.close_code();
+        w.drain(1000, &mut |piece| drained.push_str(piece));
+        drained.push_str(&w.finish());
+        assert_eq!(
+            drained,
+            "before\n\n## [Title](https://x.org/post)\n\nSummary`` a`b ``"
+        );
+    }
+
+    #[test]
+    fn a_drained_writer_still_separates_its_first_block() {
+        let mut w = Writer::default();
+        w.text("one");
+        let mut drained = String::new();
+        w.drain(1, &mut |piece| drained.push_str(piece));
+        w.block();
+        w.text("two");
+        assert_eq!(drained + &w.finish(), "one\n\ntwo");
     }
 
     #[test]

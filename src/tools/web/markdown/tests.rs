@@ -2,8 +2,26 @@ use super::*;
 
 const URL: &str = "https://example.com/docs/page.html";
 
+/// Converts a decoded HTML page fetched from `url`, the markdown whole.
+fn convert(html: &str, url: &str) -> Page {
+    let plan = Plan::of(html, url);
+    let mut markdown = String::new();
+    plan.write(html, PIECE, &mut |piece| markdown.push_str(piece));
+    Page {
+        title: plan.title,
+        markdown,
+    }
+}
+
+/// The markdown of `html`, checked to be the same when it is handed on
+/// after every token (pieces of at least one byte) as when whole.
 fn md(html: &str) -> String {
-    convert(html, URL).markdown
+    let whole = convert(html, URL).markdown;
+    let mut pieces = Vec::new();
+    Plan::of(html, URL).write(html, 1, &mut |piece| pieces.push(piece.to_string()));
+    assert_eq!(pieces.concat(), whole, "pieces {pieces:?}");
+    assert!(!pieces.iter().any(String::is_empty));
+    whole
 }
 
 #[test]
