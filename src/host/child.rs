@@ -529,6 +529,14 @@ fn drain<R: Read>(
 /// Whether the process `pid` (our child) has exited, without reaping it;
 /// None when waitid(2) fails.
 fn leader_exited(pid: u32) -> Option<bool> {
+    peek_exit(pid).map(|status| status.is_some())
+}
+
+/// How our child `pid` ended, if it has, without reaping it: while it is
+/// unreaped its pid, and so the id of the group it leads, cannot be reused,
+/// and signalling that group reaches no one else's processes. None when
+/// waitid(2) fails.
+pub fn peek_exit(pid: u32) -> Option<Option<ExitStatus>> {
     // SAFETY: siginfo_t is plain data; zeroed, its si_pid stays 0 when
     // WNOHANG finds no change.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -542,8 +550,22 @@ fn leader_exited(pid: u32) -> Option<bool> {
             libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
         )
     };
-    // SAFETY: waitid filled (or left zeroed) the fields si_pid reads.
-    (r == 0).then(|| unsafe { info.si_pid() } != 0)
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: waitid filled (or left zeroed) the fields these read.
+    let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if from == 0 {
+        return Some(None);
+    }
+    // The wait status waitpid would give: the code in the second byte, or
+    // the signal in the low bits.
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        libc::CLD_DUMPED => status | 0x80,
+        _ => status,
+    };
+    Some(Some(ExitStatus::from_raw(raw)))
 }
 
 /// A descriptor that polls readable once `pid` exits, where the kernel has
@@ -634,6 +656,26 @@ mod tests {
             big.text().len(),
             "xx\n[... 996 of 1000 bytes omitted: output exceeds the 4-byte cap ...]\nxx".len()
         );
+    }
+
+    #[test]
+    fn an_exit_is_seen_without_reaping() {
+        use std::os::unix::process::ExitStatusExt;
+        for (script, code, signal) in [("exit 3", Some(3), None), ("kill -9 $$", None, Some(9))] {
+            let mut child = process::Command::new("sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap();
+            let seen = loop {
+                match peek_exit(child.id()) {
+                    Some(None) => std::thread::sleep(Duration::from_millis(5)),
+                    other => break other.flatten().unwrap(),
+                }
+            };
+            assert_eq!((seen.code(), seen.signal()), (code, signal), "{script}");
+            // Still ours to reap, with the same status.
+            assert_eq!(child.wait().unwrap(), seen);
+        }
     }
 
     #[test]

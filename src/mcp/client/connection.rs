@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::config::Transport;
+use crate::host::child::peek_exit;
 use crate::mcp::protocol::{
     self, read_line, Line, Message, RpcError, LATEST_HANDSHAKE, LINE_LIMIT,
 };
@@ -280,7 +281,9 @@ impl StdioConnection {
     }
 
     fn gone_reason(&self) -> String {
-        let status = self.child.lock().unwrap().try_wait().ok().flatten();
+        // Not reaped here: `stop` signals the server's group, which is safe
+        // only while the server's pid cannot have been reused.
+        let status = peek_exit(self.child.lock().unwrap().id()).flatten();
         let said = last_line(&self.stderr.lock().unwrap());
         let mut why = match status {
             Some(status) => format!("the server exited ({status})"),
@@ -298,10 +301,12 @@ impl StdioConnection {
     fn stop(&self) {
         self.stdin.lock().unwrap().take();
         let mut child = self.child.lock().unwrap();
+        // Looked at without reaping until the end: the group's id is the
+        // server's pid, which is not reused while the server is unreaped.
         let exits_within = |child: &mut Child, wait: Duration| {
             let deadline = Instant::now() + wait;
             loop {
-                if let Ok(Some(_)) = child.try_wait() {
+                if peek_exit(child.id()) != Some(None) {
                     return true;
                 }
                 if Instant::now() >= deadline {

@@ -197,9 +197,14 @@ impl Service {
 /// with exit status 0).
 pub fn tool_result(outcome: &CallOutcome) -> Value {
     let (failed, reason, structured) = match &outcome.envelope {
-        Envelope::Success { result, .. } => match result.get("error").and_then(Value::as_str) {
-            Some(error) => (true, error.to_string(), result.clone()),
-            None => (false, result.to_string(), result.clone()),
+        Envelope::Success { result, .. } => match result {
+            // A plain-text answer (a shellclaw tool may give one) is the
+            // text itself, not a JSON string; a cut one says so in it.
+            Value::String(text) => (false, text.clone(), Value::Null),
+            _ => match result.get("error").and_then(Value::as_str) {
+                Some(error) => (true, error.to_string(), result.clone()),
+                None => (false, result.to_string(), result.clone()),
+            },
         },
         Envelope::Failure { error, .. } => (true, error.clone(), outcome.to_json()),
     };
@@ -379,5 +384,10 @@ mod tests {
         assert_eq!(bad["isError"], true);
         assert_eq!(bad["content"][0]["text"], "no such file");
         assert_eq!(bad["structuredContent"], own);
+        let text = tool_result(&success(json!("plain \"text\"")));
+        assert_eq!(
+            text,
+            json!({"content": [{"type": "text", "text": "plain \"text\""}], "isError": false})
+        );
     }
 }
