@@ -181,7 +181,12 @@ pub fn main(args: &[OsString]) -> ExitCode {
                     Some(s) => s,
                     None => match Spare::make(host) {
                         Ok(Made::Spare(s)) => s,
-                        Ok(Made::Containment(code)) | Ok(Made::Tool(code)) => return code,
+                        Ok(Made::Containment(code)) | Ok(Made::Tool(code)) => {
+                            // In the forked processes these descriptors were
+                            // closed already (`close_all_but`): not again.
+                            std::mem::forget(fds);
+                            return code;
+                        }
                         Err(e) => {
                             answer = -e.raw_os_error().unwrap_or(libc::EIO);
                             break;

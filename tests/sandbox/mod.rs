@@ -743,6 +743,31 @@ fn a_killed_spawner_is_replaced_and_calls_go_on() {
 }
 
 #[test]
+fn a_call_made_in_advance_that_died_is_made_again() {
+    let w = World::new();
+    let (mut server, mut call) = mcp_server(&w, &[]);
+    assert_eq!(call("echo one"), "one");
+    // The tool process waiting for the next call, under its containment
+    // process (a child of the server).
+    let waiting: Vec<i32> = children_of(server.id() as i32)
+        .into_iter()
+        .filter(|(_, name)| name == "ikigai-contain")
+        .flat_map(|(pid, _)| children_of(pid))
+        .filter(|(_, name)| name == "ikigai-tool")
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    drop(Pid(waiting[0]));
+    assert!(crate::mcp::eventually(|| !crate::mcp::alive(waiting[0])));
+    // The next call finds it gone, and the spawner makes another at once;
+    // the call runs and ends as its tool did.
+    assert_eq!(call("echo after; exit 3"), "after");
+    assert_eq!(call("echo again"), "again");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
 fn a_call_too_large_for_the_spawner_still_runs() {
     let w = World::new();
     // The environment rides with each request to the spawner; one larger
