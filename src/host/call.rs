@@ -264,7 +264,7 @@ mod spawned {
                 Err(Failure::Lost(e)) => {
                     *slot = None;
                     return Started::Lost(io::Error::other(format!(
-                        "the sandbox's spawner ended while starting the call ({e})"
+                        "the sandbox's spawner took the call but gave no answer ({e})"
                     )));
                 }
             }

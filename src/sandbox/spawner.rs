@@ -39,6 +39,10 @@ pub const NAME: &str = "sandbox-spawner";
 /// the fence, the program and its arguments, the environment.
 const MAX_REQUEST: usize = 256 * 1024;
 
+/// How long the host waits for the spawner's answer to one request (it
+/// takes well under a millisecond).
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The host's side: a running spawner and the socket to it.
 pub struct Spawner {
     socket: OwnedFd,
@@ -65,6 +69,22 @@ impl Spawner {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()?;
+        // A spawner that stopped answering (stopped, stuck) fails the call
+        // in hand instead of holding every call of the host forever.
+        let wait = libc::timeval {
+            tv_sec: ANSWER_WITHIN.as_secs() as libc::time_t,
+            tv_usec: 0,
+        };
+        // SAFETY: setsockopt with a valid timeval on a socket we own.
+        unsafe {
+            libc::setsockopt(
+                ours.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&wait as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            );
+        }
         Ok(Spawner {
             socket: ours,
             process,
@@ -123,12 +143,10 @@ pub enum Failure {
 }
 
 impl Drop for Spawner {
-    /// Closing the socket ends the spawner; reaping it leaves no zombie.
+    /// Ends the spawner (it holds nothing to clean up; the calls it made
+    /// are the host's children) and reaps it, leaving no zombie.
     fn drop(&mut self) {
-        // SAFETY: shuts down a socket this struct owns.
-        unsafe {
-            libc::shutdown(self.socket.as_raw_fd(), libc::SHUT_RDWR);
-        }
+        let _ = self.process.kill();
         let _ = self.process.wait();
     }
 }
