@@ -11,7 +11,9 @@
 //!
 //! Printed whole (no cap on the answer), the answer is written as the
 //! markdown is made, never held: the process holds the page and a few
-//! pieces of markdown, not the page and its markdown.
+//! pieces of markdown, not the page and its markdown. Under the host's
+//! cap, the markdown streams past a sample of what the cut can show, so
+//! the process holds the page and O(cap).
 
 use std::io::{self, Write};
 
