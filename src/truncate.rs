@@ -128,10 +128,9 @@ impl Sample {
             return;
         }
         let room = self.half - self.ring.len();
-        let (fill, over) = bytes.split_at(room.min(bytes.len()));
+        let (fill, mut over) = bytes.split_at(room.min(bytes.len()));
         self.ring.extend_from_slice(fill);
         // Full: overwrite the oldest bytes, in at most two runs.
-        let mut over = over;
         while !over.is_empty() {
             let run = (self.half - self.at).min(over.len());
             self.ring[self.at..self.at + run].copy_from_slice(&over[..run]);
