@@ -899,6 +899,21 @@ def bench_fetch(t):
                 or "END-OF-PAGE-MARKER" not in content):
             raise Wrong(f"web-fetch answer lacks the page's title, first or last section: "
                         f"{str(got)[:300]}")
+        # The same fetch as the host makes it: under its default cap, the
+        # answer is the content's head and tail.
+        host_env = dict(env, IKIGAI_MAX_OUTPUT=str(CAPTURE_CAP))
+        capped_peak, p = peak_rss(ours, env=host_env)
+        try:
+            capped = json.loads(p.stdout)
+        except ValueError:
+            raise Wrong(f"web-fetch under a cap printed no JSON: {p.stdout[:200]!r}")
+        capped_content = capped.get("content", "")
+        if (p.returncode != 0 or len(p.stdout) > CAPTURE_CAP or capped.get("title") != meta["title"]
+                or not capped_content.startswith(content[:1000])
+                or not capped_content.endswith(content[-1000:])
+                or f"of {len(content.encode())} bytes omitted" not in capped_content):
+            raise Wrong(f"web-fetch under a 1 MiB cap is not the answer's head and tail: "
+                        f"{len(p.stdout)} bytes, {str(capped)[:300]}")
         cmds = {"ours": {"cmd": ours, "env": env}}
         peer_peaks = {}
         for peer in ("htmd", "html2md"):
@@ -929,6 +944,10 @@ def bench_fetch(t):
     rows.append(row("fetch", "peak memory", ours=fmt_bytes(peak), peer="page size",
                     peer_time=size, ratio=f"{peak / meta['bytes']:.1f}",
                     target="≤ 3 × page", ok=peak <= 3 * meta["bytes"], ours_bytes=peak))
+    rows.append(row("fetch", "peak memory under the host's cap (IKIGAI_MAX_OUTPUT=1 MiB)",
+                    ours=fmt_bytes(capped_peak), peer="page size", peer_time=size,
+                    ratio=f"{capped_peak / meta['bytes']:.1f}", target="≤ 3 × page",
+                    ok=capped_peak <= 3 * meta["bytes"], ours_bytes=capped_peak))
     for peer in ("htmd", "html2md"):
         rows.append(row("fetch", f"peak memory, {peer}", ours=fmt_bytes(peak), peer=peer,
                         peer_time=fmt_bytes(peer_peaks[peer]),

@@ -20,7 +20,6 @@ use crate::error::ToolError;
 use crate::out::print_out;
 use crate::protocol::Protocol;
 use crate::tool::{Answer, Env, Family, Tool};
-use crate::truncate;
 
 pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
     let first = argv.first().map(|a| a.to_string_lossy().into_owned());
@@ -55,20 +54,14 @@ pub fn run(tool: &dyn Tool, argv: &[OsString]) -> ExitCode {
     finish(tool, protocol, result)
 }
 
-/// Parses, validates, executes and fits the answer to the host's cap: the
-/// whole call minus the I/O. Without a cap, a tool may write its answer
-/// itself (`Tool::answer`); under one, the value is fitted here.
+/// Parses, validates, executes and fits the answer to the host's cap
+/// (`Tool::answer`): the whole call minus the I/O.
 pub fn call(tool: &dyn Tool, input: &[u8], env: &Env) -> Result<Answer, ToolError> {
     let raw = args::parse_input(input)?;
     let schema: Value =
         serde_json::from_str(tool.schema()).expect("tool schemas are valid JSON (tested)");
     let valid = args::validate(&schema, &raw)?;
-    let Some(cap) = env.max_output() else {
-        return tool.answer(&valid, env);
-    };
-    let mut answer = tool.execute(&valid, env)?;
-    truncate::fit(&mut answer, cap);
-    Ok(Answer::Value(answer))
+    tool.answer(&valid, env)
 }
 
 /// The JSON a failure answers with, in the tool's family convention.

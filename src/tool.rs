@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 pub use crate::env::Env;
 use crate::error::ToolError;
+use crate::truncate;
 
 /// Which answer convention a tool follows (decisions 3 and 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,12 +33,17 @@ pub trait Tool: Sync {
     /// Runs the tool on arguments already validated against `schema()`
     /// (optional parameters given as `null` have been removed).
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError>;
-    /// `execute` for a caller that prints the answer whole, with no cap
-    /// on its size: a tool whose answer can be as big as its input may
-    /// return it as a writer, so that it is never held as a whole. The
-    /// JSON written must be the text of the value `execute` would return.
+    /// `execute` for a caller that prints the answer: fitted to the
+    /// host's cap when `env` has one (`truncate::fit`). A tool whose answer
+    /// can be as big as its input may do better than hold it whole: fit it
+    /// as it is made, or, without a cap, return it as a writer. Either way
+    /// the bytes printed must be those of `execute`'s value, fitted.
     fn answer(&self, args: &Map<String, Value>, env: &Env) -> Result<Answer, ToolError> {
-        self.execute(args, env).map(Answer::Value)
+        let mut value = self.execute(args, env)?;
+        if let Some(cap) = env.max_output() {
+            truncate::fit(&mut value, cap);
+        }
+        Ok(Answer::Value(value))
     }
 }
 

@@ -17,9 +17,13 @@ use serde_json::Value;
 /// Shrinks `answer` until its JSON takes at most `cap` bytes, cutting the
 /// middle of its longest top-level string fields. Returns whether it cut.
 pub fn fit(answer: &mut Value, cap: usize) -> bool {
+    fit_rest(answer, cap, Vec::new())
+}
+
+/// [`fit`], the fields named in `done` already cut.
+fn fit_rest(answer: &mut Value, cap: usize, mut done: Vec<String>) -> bool {
     // The keys cut so far: a field is cut at most once (its own text may
     // well contain the marker's wording, so the text cannot tell).
-    let mut done: Vec<String> = Vec::new();
     while json_len(answer) > cap {
         let Some(key) = longest_uncut_field(answer, &done) else {
             break;
@@ -29,7 +33,16 @@ pub fn fit(answer: &mut Value, cap: usize) -> bool {
             unreachable!("longest_uncut_field names a string field");
         };
         let total = text.len();
-        fit_field(answer, &key, &text, &text, total, cap);
+        fit_field(
+            answer,
+            &key,
+            &text,
+            &text,
+            total,
+            total,
+            json_len(&text),
+            cap,
+        );
         done.push(key);
     }
     !done.is_empty()
@@ -50,14 +63,153 @@ pub struct Clipped {
 /// true total, exactly as [`fit`] would have cut the whole text.
 pub fn fit_clipped(answer: &mut Value, key: &str, clipped: Clipped, cap: usize) {
     answer[key] = Value::Null;
-    fit_field(
-        answer,
-        key,
-        &clipped.head,
-        &clipped.tail,
-        clipped.total,
+    let Clipped { head, tail, total } = clipped;
+    let (kept, kept_json) = (head.len() + tail.len(), json_len(&head) + json_len(&tail));
+    fit_field(answer, key, &head, &tail, total, kept, kept_json, cap);
+}
+
+/// A text that goes by in pieces, of which only what [`fit`] could show
+/// under `cap` is kept: its first bytes, a ring of its last bytes, and the
+/// counts the cut is chosen and described by (its length and its length as
+/// JSON). So a tool can fit a text it makes as it goes, in O(cap) memory,
+/// with the bytes [`fit`] would print had it held the whole text.
+pub struct Sample {
+    cap: usize,
+    /// Each of the head's and the ring's size: a cut under `cap` shows at
+    /// most half of `cap` bytes of either end (and a character more).
+    half: usize,
+    head: Vec<u8>,
+    /// The bytes after the head, the last `half` of them once it is full,
+    /// the oldest at `at`.
+    ring: Vec<u8>,
+    at: usize,
+    total: usize,
+    /// The text's JSON length, quotes excluded.
+    json: usize,
+}
+
+impl Sample {
+    /// A sample for `answer[key]`, or `None` when another string field of
+    /// `answer` is longer than `cap`: then [`fit`] may cut that one first,
+    /// and how depends on the whole text's length as no sample knows it.
+    /// The other fields must not change until [`fit_sample`].
+    pub fn new(answer: &Value, key: &str, cap: usize) -> Option<Sample> {
+        let others_short = answer.as_object().is_some_and(|fields| {
+            fields
+                .iter()
+                .all(|(k, v)| k == key || v.as_str().is_none_or(|s| s.len() <= cap))
+        });
+        let half = cap / 2 + 8;
+        others_short.then(|| Sample {
+            cap,
+            half,
+            head: Vec::new(),
+            ring: Vec::new(),
+            at: 0,
+            total: 0,
+            json: 0,
+        })
+    }
+
+    /// Takes the text's next piece.
+    pub fn push(&mut self, piece: &str) {
+        self.total += piece.len();
+        self.json += escaped_len(piece);
+        let mut bytes = piece.as_bytes();
+        let to_head = (self.half - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..to_head]);
+        bytes = &bytes[to_head..];
+        if bytes.len() >= self.half {
+            // Nothing of the ring survives this piece.
+            self.ring.clear();
+            self.ring
+                .extend_from_slice(&bytes[bytes.len() - self.half..]);
+            self.at = 0;
+            return;
+        }
+        let room = self.half - self.ring.len();
+        let (fill, mut over) = bytes.split_at(room.min(bytes.len()));
+        self.ring.extend_from_slice(fill);
+        // Full: overwrite the oldest bytes, in at most two runs.
+        while !over.is_empty() {
+            let run = (self.half - self.at).min(over.len());
+            self.ring[self.at..self.at + run].copy_from_slice(&over[..run]);
+            self.at = (self.at + run) % self.half;
+            over = &over[run..];
+        }
+    }
+}
+
+/// Sets `answer[key]` to the text `sample` saw, cut as [`fit`] would cut
+/// the answer holding the whole text, and fits the answer to the sample's
+/// cap: the answer is the one [`fit`] gives, byte for byte. Returns
+/// whether it cut.
+pub fn fit_sample(answer: &mut Value, key: &str, sample: Sample) -> bool {
+    let Sample {
         cap,
-    );
+        half,
+        mut head,
+        mut ring,
+        at,
+        total,
+        json,
+    } = sample;
+    ring.rotate_left(at);
+    if total <= 2 * half {
+        // Nothing was dropped: the whole text is here.
+        head.append(&mut ring);
+        let text = String::from_utf8(head).expect("the pieces were UTF-8 text");
+        answer[key] = Value::String(text);
+        return fit(answer, cap);
+    }
+    // The text is longer than `cap`, and so longer than every other field
+    // (`Sample::new`): `fit` cuts it first, keeping at most `cap / 2` bytes
+    // (and a character) of each end, which head and ring hold from a
+    // character's start.
+    let head_end = match std::str::from_utf8(&head) {
+        Ok(_) => head.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    head.truncate(head_end);
+    let tail_start = ring
+        .iter()
+        .position(|&b| b & 0xc0 != 0x80)
+        .unwrap_or(ring.len());
+    ring.drain(..tail_start);
+    let head = String::from_utf8(head).expect("a prefix up to a character is UTF-8");
+    let tail = String::from_utf8(ring).expect("a suffix from a character is UTF-8");
+    answer[key] = Value::Null;
+    fit_field(answer, key, &head, &tail, total, total, json + 2, cap);
+    fit_rest(answer, cap, vec![key.to_string()]);
+    true
+}
+
+/// The length of `text` escaped as a JSON string's inside, as serde_json
+/// escapes it: `"` and `\\` and the control characters with a short
+/// escape take two bytes, the other control characters six.
+fn escaped_len(text: &str) -> usize {
+    const EXTRA: [u8; 256] = {
+        let mut extra = [0u8; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            extra[b] = 5;
+            b += 1;
+        }
+        extra[b'\\' as usize] = 1;
+        extra[b'"' as usize] = 1;
+        extra[b'\n' as usize] = 1;
+        extra[b'\r' as usize] = 1;
+        extra[b'\t' as usize] = 1;
+        extra[0x08] = 1;
+        extra[0x0c] = 1;
+        extra
+    };
+    let bytes = text.as_bytes();
+    let extra: usize = bytes
+        .iter()
+        .map(|&b| usize::from(EXTRA[usize::from(b)]))
+        .sum();
+    bytes.len() + extra
 }
 
 /// Sets `answer[key]` to the longest run of whole lines from the start of
@@ -119,15 +271,21 @@ fn head_marker(omitted: usize, total: usize, what: &str, cap: usize) -> String {
 
 /// Puts into `answer[key]` (now `null`) the longest head and tail of a
 /// text (`head` a prefix, `tail` a suffix, `total` its length) that let the
-/// answer fit in `cap`, with the marker between them.
-fn fit_field(answer: &mut Value, key: &str, head: &str, tail: &str, total: usize, cap: usize) {
+/// answer fit in `cap`, with the marker between them. `text_len` bytes of
+/// the text are known, `text_json` long as JSON.
+#[allow(clippy::too_many_arguments)]
+fn fit_field(
+    answer: &mut Value,
+    key: &str,
+    head: &str,
+    tail: &str,
+    total: usize,
+    text_len: usize,
+    text_json: usize,
+    cap: usize,
+) {
     // Escapes make the JSON of a text longer than the text: budget in JSON
     // bytes, then scale to text bytes.
-    let (text_len, text_json) = if std::ptr::eq(head, tail) {
-        (head.len(), json_len(head))
-    } else {
-        (head.len() + tail.len(), json_len(head) + json_len(tail))
-    };
     let others = json_len(answer) - "null".len();
     let budget = cap.saturating_sub(others + MARKER_ROOM);
     let mut keep = (text_len as u128 * budget as u128 / text_json.max(1) as u128) as usize;
@@ -350,5 +508,130 @@ mod tests {
         let omitted: usize = marker[5..].split(' ').next().unwrap().parse().unwrap();
         assert_eq!(out.len() - marker.len() - 1 + omitted, total);
         assert!(marker.contains("of 1000000 bytes omitted"));
+    }
+
+    /// A small deterministic generator: the property tests need many
+    /// varied texts, the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// A text of about `len` bytes of what makes cuts hard: lines long and
+    /// short, multi-byte characters, escapes short and long.
+    fn text(rng: &mut Rng, len: usize) -> String {
+        const PARTS: [&str; 12] = [
+            "x", "word ", "\n", "é", "€", "𝄞", "\u{0}", "\"", "\\", "\t", "\u{1f}", "\r\n",
+        ];
+        let mut text = String::new();
+        while text.len() < len {
+            match rng.below(20) {
+                0 => text.push_str(&"y".repeat(rng.below(600))),
+                1 => text.push_str(&"€".repeat(rng.below(300))),
+                _ => text.push_str(PARTS[rng.below(PARTS.len())]),
+            }
+        }
+        text
+    }
+
+    /// `text` handed to a sample in pieces of random sizes.
+    fn sampled(rng: &mut Rng, answer: &Value, text: &str, cap: usize) -> Option<Sample> {
+        let mut sample = Sample::new(answer, "content", cap)?;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut at = match rng.below(4) {
+                0 => rest.len(),
+                1 => rng.below(8),
+                _ => rng.below(cap + 1),
+            }
+            .min(rest.len());
+            while !rest.is_char_boundary(at) {
+                at += 1;
+            }
+            sample.push(&rest[..at]);
+            rest = &rest[at..];
+        }
+        Some(sample)
+    }
+
+    #[test]
+    fn escaped_len_is_serde_json_s() {
+        let mut all: String = (0u8..0x80).map(char::from).collect();
+        all.push_str("é€𝄞 \"q\" b\\s \u{2028}");
+        for text in ["", "plain", "\u{0}\u{1f}\u{7f}\"\\\n\r\t\u{8}\u{c}", &all] {
+            assert_eq!(escaped_len(text) + 2, json_len(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_sample_fits_as_the_whole_text_would() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut cut = 0;
+        for round in 0..3000 {
+            let cap = [1, 150, 200, 256, 257, 300, 512, 777, 1024, 4096][round % 10];
+            let len = match rng.below(3) {
+                0 => rng.below(cap * 2 + 40),
+                _ => rng.below(cap * 8 + 2000),
+            };
+            let content = text(&mut rng, len);
+            let (url_len, title_len) = (rng.below(cap.min(400) + 1), rng.below(cap / 4 + 1));
+            let url = text(&mut rng, url_len);
+            let title = text(&mut rng, title_len);
+            let mut answer = json!({"success": true, "url": url, "title": title, "content": null});
+            let Some(sample) = sampled(&mut rng, &answer, &content, cap) else {
+                assert!(url.len() > cap || title.len() > cap);
+                continue;
+            };
+            let mut whole = answer.clone();
+            whole["content"] = Value::String(content.clone());
+            let want = fit(&mut whole, cap);
+            assert_eq!(fit_sample(&mut answer, "content", sample), want);
+            assert_eq!(
+                answer.to_string(),
+                whole.to_string(),
+                "round {round}, cap {cap}, {} bytes",
+                content.len()
+            );
+            cut += usize::from(want && content.len() > cap);
+        }
+        // Most rounds cut a text the sample did not hold whole.
+        assert!(cut > 1000, "{cut}");
+    }
+
+    #[test]
+    fn a_field_longer_than_the_cap_refuses_a_sample() {
+        let answer = json!({"url": "u".repeat(101), "content": null, "n": 1});
+        assert!(Sample::new(&answer, "content", 100).is_none());
+        assert!(Sample::new(&answer, "content", 101).is_some());
+        // The key's own field does not count.
+        let answer = json!({"content": "c".repeat(500)});
+        assert!(Sample::new(&answer, "content", 100).is_some());
+    }
+
+    #[test]
+    fn a_sample_holds_o_of_cap() {
+        let cap = 1000;
+        let mut sample = Sample::new(&json!({"content": null}), "content", cap).unwrap();
+        let line = "a line of text, not short, with é in it\n";
+        for _ in 0..10_000 {
+            sample.push(line);
+        }
+        assert!(sample.head.capacity() + sample.ring.capacity() <= 4 * cap);
+        let mut answer = json!({"content": null});
+        assert!(fit_sample(&mut answer, "content", sample));
+        let out = answer["content"].as_str().unwrap();
+        assert!(out.starts_with("a line of text"));
+        assert!(out.ends_with("with é in it\n"));
+        let total = 10_000 * line.len();
+        assert!(out.contains(&format!("of {total} bytes omitted")));
     }
 }

@@ -11,7 +11,9 @@
 //!
 //! Printed whole (no cap on the answer), the answer is written as the
 //! markdown is made, never held: the process holds the page and a few
-//! pieces of markdown, not the page and its markdown.
+//! pieces of markdown, not the page and its markdown. Under the host's
+//! cap, the markdown streams past a sample of what the cut can show, so
+//! the process holds the page and O(cap).
 
 use std::io::{self, Write};
 
@@ -27,6 +29,7 @@ use super::web::http::{self, Client, Failure, BODY_CAP};
 use super::web::markdown::{Plan, PIECE};
 use super::web::stub;
 use crate::args;
+use crate::truncate;
 
 pub struct WebFetch;
 
@@ -103,7 +106,10 @@ impl Tool for WebFetch {
 
     fn answer(&self, args: &Map<String, Value>, env: &Env) -> Result<Answer, ToolError> {
         let fetched = fetch(args, env)?;
-        Ok(Answer::Written(Box::new(move |out| fetched.write(out))))
+        Ok(match env.max_output() {
+            None => Answer::Written(Box::new(move |out| fetched.write(out))),
+            Some(cap) => Answer::Value(fetched.fitted(cap)),
+        })
     }
 }
 
@@ -231,6 +237,34 @@ impl Fetched {
                 BODY_CAP >> 20
             ));
         }
+    }
+
+    /// The value `execute` returns, fitted to `cap` (`truncate::fit`),
+    /// made while keeping of the content only what the cut can show
+    /// (`truncate::Sample`): the page is let go before the answer is built.
+    fn fitted(mut self, cap: usize) -> Value {
+        let mut map = Map::new();
+        map.insert("success".into(), Value::Bool(true));
+        map.insert("url".into(), Value::String(std::mem::take(&mut self.url)));
+        map.insert(
+            "title".into(),
+            Value::String(std::mem::take(&mut self.title)),
+        );
+        map.insert("content".into(), Value::Null);
+        let mut answer = Value::Object(map);
+        let Some(mut sample) = truncate::Sample::new(&answer, "content", cap) else {
+            // A URL or title longer than the cap: how it is cut depends on
+            // the content's whole length, so the content is held whole.
+            let mut content = String::new();
+            self.content(&mut |piece| content.push_str(piece));
+            answer["content"] = Value::String(content);
+            truncate::fit(&mut answer, cap);
+            return answer;
+        };
+        self.content(&mut |piece| sample.push(piece));
+        drop(self.body);
+        truncate::fit_sample(&mut answer, "content", sample);
+        answer
     }
 
     /// Writes the answer's JSON text, the text of the value `execute`
@@ -512,6 +546,81 @@ mod tests {
             .contains(r#""content":"[Content truncated: the response is larger than 10 MiB"#));
         let (written, _) = both(&text("x", true));
         assert!(written.contains(r#""content":"x\n\n[Content truncated"#));
+    }
+
+    /// The answer `fitted` gives, and the one the whole value fitted
+    /// gives (`execute`'s, fitted by the default `Tool::answer`).
+    fn fitted_both(make: &dyn Fn() -> Fetched, cap: usize) -> (String, String) {
+        let fetched = make();
+        let mut content = String::new();
+        fetched.content(&mut |piece| content.push_str(piece));
+        let mut whole = json!({"success": true, "url": fetched.url, "title": fetched.title,
+                               "content": content});
+        truncate::fit(&mut whole, cap);
+        (make().fitted(cap).to_string(), whole.to_string())
+    }
+
+    #[test]
+    fn a_fitted_answer_is_the_whole_value_fitted() {
+        // Long enough to be cut under every cap, with escapes and
+        // multi-byte text wherever a cut may fall.
+        let mut html = String::from("<title>T \"q\"</title><main>");
+        for i in 0..400 {
+            html.push_str(&format!(
+                "<h2>Section {i} é€</h2><p>text\u{1}\u{0} \"q\" back\\slash 𝄞 {}</p>\
+                 <pre>a\tb\n{}</pre>",
+                "word ".repeat(i % 37),
+                "€".repeat(i % 53)
+            ));
+        }
+        html.push_str("</main>");
+        for (url, title) in [
+            ("http://example.com/a".to_string(), None),
+            (format!("http://example.com/{}", "u".repeat(3000)), None),
+            ("http://example.com/b".to_string(), Some("t\"€".repeat(700))),
+        ] {
+            for (truncated, offset, limit) in [
+                (false, 1, None),
+                (true, 1, None),
+                (false, 7, Some(300)),
+                (true, 1000, None),
+                (false, 100_000, None),
+            ] {
+                let make = || {
+                    let mut plan = Plan::of(&html, &url);
+                    let found = std::mem::take(&mut plan.title);
+                    Fetched {
+                        url: url.clone(),
+                        title: title.clone().unwrap_or(found),
+                        body: Body::Html {
+                            html: html.clone(),
+                            plan,
+                        },
+                        truncated,
+                        lines: Lines::new(offset, limit),
+                    }
+                };
+                for cap in [0, 1, 100, 250, 1000, 2047, 4096, 10_000, 65_536, 1 << 20] {
+                    let (fitted, whole) = fitted_both(&make, cap);
+                    assert!(
+                        fitted == whole,
+                        "cap {cap}, offset {offset}, url {} bytes:\n{fitted}\n{whole}",
+                        url.len()
+                    );
+                }
+            }
+        }
+        let text = || Fetched {
+            url: "http://example.com/t".into(),
+            title: String::new(),
+            body: Body::Text("line\r\n\u{0}\"é\"\r\n".repeat(5000)),
+            truncated: false,
+            lines: Lines::new(2, Some(7000)),
+        };
+        for cap in [300, 4096, 100_000] {
+            let (fitted, whole) = fitted_both(&text, cap);
+            assert_eq!(fitted, whole);
+        }
     }
 
     #[test]

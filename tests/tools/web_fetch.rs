@@ -888,3 +888,69 @@ fn a_written_answer_is_the_same_bytes_as_a_capped_one_that_fits() {
     assert!(content.contains("\n\n### [Card 999](http://127.0.0.1:"));
     assert!(content.ends_with("* one\n* two"));
 }
+
+#[test]
+fn a_capped_answer_is_the_whole_answer_s_head_and_tail() {
+    // Under a cap the content is cut as it is made, keeping only what the
+    // cut shows: what is shown is still the whole content's head and tail,
+    // and the count is of the whole.
+    let section = |i: usize| {
+        format!(
+            "<h2>Section {i} é</h2><p>\"Quoted\", \u{1}, a\ttab, € and 𝄞 {}</p>",
+            "word ".repeat(i % 50)
+        )
+    };
+    let body: String = (0..3000).map(section).collect();
+    let server = serve(Reply::html(format!(
+        "<title>Cut</title><main>{body}</main>"
+    )));
+    let url = server.url("/cut");
+    let long_url = server.url(&format!("/{}", "u".repeat(3000)));
+    for (args, caps) in [
+        (
+            json!({"url": url}),
+            &[300usize, 1024, 4097, 65536, 1 << 20][..],
+        ),
+        (
+            json!({"url": url, "offset": 11, "limit": 2000}),
+            &[1000, 30_000][..],
+        ),
+        (json!({"url": long_url}), &[2048, 4096][..]),
+    ] {
+        let whole = success(&fetch(args.clone()));
+        let whole_content = whole["content"].as_str().unwrap();
+        for &cap in caps {
+            let out = Sandbox::new()
+                .run_fetch()
+                .env("IKIGAI_MAX_OUTPUT", cap.to_string())
+                .json_in(&args)
+                .output();
+            assert!(out.stdout.len() <= cap, "{} > {cap}", out.stdout.len());
+            let answer = success(&out);
+            assert_eq!(answer["title"], "Cut");
+            let content = answer["content"].as_str().unwrap();
+            if content == whole_content {
+                assert!(cap >= 1 << 20, "{cap}: nothing was cut");
+                continue;
+            }
+            let start = content.find("[... ").expect("a marker");
+            let end = start + content[start..].find("...]\n").unwrap() + "...]\n".len();
+            let words: Vec<&str> = content[start + 5..end].split(' ').collect();
+            let omitted: usize = words[0].parse().unwrap();
+            assert_eq!(words[2].parse::<usize>().unwrap(), whole_content.len());
+            let tail = &content[end..];
+            // A line end sets the marker apart from a head that lacks one.
+            let mut head = &content[..start];
+            if head.len() + omitted + tail.len() > whole_content.len() {
+                head = head.strip_suffix('\n').unwrap();
+            }
+            assert!(whole_content.starts_with(head), "{cap}: {head:?}");
+            assert!(whole_content.ends_with(tail), "{cap}: {tail:?}");
+            assert_eq!(head.len() + omitted + tail.len(), whole_content.len());
+            assert!(
+                cap < 1000 || args["url"] == long_url || head.len() + tail.len() > cap / 3,
+                "{cap}: room was left unused"
+            );
+        }
+    }
+}
