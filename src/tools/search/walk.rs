@@ -56,6 +56,11 @@ impl Kind {
 /// is the open directory the path's last component is in.
 pub trait Sink: Send {
     fn found(&mut self, path: Vec<u8>, kind: Kind, dir: Option<&Dir>);
+
+    /// Called once the walk is over, on the sink's own thread: what is
+    /// done here (glob sorts its paths) runs on every core at once rather
+    /// than after the walk on one.
+    fn done(&mut self) {}
 }
 
 /// How many matches of one directory a thread keeps for itself; the rest go
@@ -100,11 +105,13 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
                 scope.spawn(move || {
                     let mut sink = make();
                     walker.work(queue, &mut sink);
+                    sink.done();
                     sink
                 })
             })
             .collect();
         walker.work(&queue, &mut first);
+        first.done();
         let mut sinks = vec![first];
         // A sink only holds data; a helper can only panic on a bug, which
         // then surfaces here as it would on the main thread.
