@@ -105,19 +105,22 @@ impl Tool for Glob {
         if sinks.iter().any(|s| s.out_of_memory) {
             return Err(out_of_memory());
         }
-        let mut paths: Vec<Vec<u8>> = sinks.into_iter().flat_map(|s| s.paths).collect();
-        paths.sort_unstable();
+        // Each sink sorted its own paths on its own thread (`done`): what
+        // is left is merging them.
+        let lists: Vec<Vec<Vec<u8>>> = sinks.into_iter().map(|s| s.paths).collect();
         let mut joined = Vec::new();
         joined
-            .try_reserve_exact(paths.iter().map(|p| p.len() + 1).sum())
+            .try_reserve_exact(lists.iter().flatten().map(|p| p.len() + 1).sum())
             .map_err(|_| out_of_memory())?;
-        for (i, path) in paths.iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        merge(&lists, |path| {
+            if !first {
                 joined.push(b'\n');
             }
+            first = false;
             joined.extend_from_slice(path);
-        }
-        drop(paths);
+        });
+        drop(lists);
         let output = lossy_text(joined);
         Ok(match cap {
             Some(cap) => {
@@ -128,6 +131,53 @@ impl Tool for Glob {
             None => output_and_count(output, count),
         })
     }
+}
+
+/// Calls `each` with the paths of sorted `lists`, all of them in order.
+fn merge(lists: &[Vec<Vec<u8>>], mut each: impl FnMut(&[u8])) {
+    let mut next = vec![0; lists.len()];
+    // As many lists as walking threads, a handful: a scan for the least
+    // head is as fast as a heap.
+    loop {
+        let mut least: Option<(usize, &[u8])> = None;
+        for (i, list) in lists.iter().enumerate() {
+            if let Some(path) = list.get(next[i]) {
+                if least.is_none_or(|(_, l)| path.as_slice() < l) {
+                    least = Some((i, path));
+                }
+            }
+        }
+        let Some((i, path)) = least else { return };
+        each(path);
+        next[i] += 1;
+    }
+}
+
+/// The length of the start all `paths` share.
+fn common_prefix(paths: &[Vec<u8>]) -> usize {
+    let Some(first) = paths.first() else {
+        return 0;
+    };
+    paths.iter().fold(first.len(), |n, p| {
+        if p.len() >= n && p[..n] == first[..n] {
+            n
+        } else {
+            first
+                .iter()
+                .zip(p)
+                .take(n)
+                .take_while(|(a, b)| a == b)
+                .count()
+        }
+    })
+}
+
+/// Sorts `paths` by their bytes. All begin with the search's directory,
+/// often long: comparing only what follows their common start halves the
+/// time the sort takes.
+fn sort_paths(paths: &mut [Vec<u8>]) {
+    let skip = common_prefix(paths);
+    paths.sort_unstable_by(|a, b| a[skip..].cmp(&b[skip..]));
 }
 
 /// One thread's findings: all of them, or under a cap only the first in
@@ -159,7 +209,7 @@ impl Paths {
 
     /// Keeps the first paths in byte order that fill `cap`.
     fn compact(&mut self, cap: usize) {
-        self.paths.sort_unstable();
+        sort_paths(&mut self.paths);
         let mut bytes = 0;
         let keep = self
             .paths
@@ -195,5 +245,45 @@ impl Sink for Paths {
         if self.bytes > 2 * cap {
             self.compact(cap);
         }
+    }
+
+    fn done(&mut self) {
+        sort_paths(&mut self.paths);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(list: &[&str]) -> Vec<Vec<u8>> {
+        list.iter().map(|p| p.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn sorting_past_the_common_start_is_byte_order() {
+        let mut got = paths(&["/r/b/x", "/r/a", "/r/b", "/r/a/z", "/r/", "/r/B"]);
+        assert_eq!(common_prefix(&got), 3);
+        sort_paths(&mut got);
+        let mut expected = got.clone();
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(common_prefix(&paths(&["abc", "ab"])), 2);
+        assert_eq!(common_prefix(&paths(&["abc", "xbc"])), 0);
+        assert_eq!(common_prefix(&[]), 0);
+    }
+
+    #[test]
+    fn merge_yields_every_path_of_sorted_lists_in_order() {
+        let lists = [
+            paths(&["a", "c", "e/f"]),
+            paths(&[]),
+            paths(&["b", "d", "e", "z"]),
+            paths(&["a/b"]),
+        ];
+        let mut got = Vec::new();
+        merge(&lists, |p| got.push(String::from_utf8(p.to_vec()).unwrap()));
+        assert_eq!(got, ["a", "a/b", "b", "c", "d", "e", "e/f", "z"]);
+        merge(&[], |_| panic!("nothing to merge"));
     }
 }

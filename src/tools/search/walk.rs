@@ -56,7 +56,19 @@ impl Kind {
 /// is the open directory the path's last component is in.
 pub trait Sink: Send {
     fn found(&mut self, path: Vec<u8>, kind: Kind, dir: Option<&Dir>);
+
+    /// Called once the walk is over, on the sink's own thread: what is
+    /// done here (glob sorts its paths) runs on every core at once rather
+    /// than after the walk on one.
+    fn done(&mut self) {}
 }
+
+/// How deep below the search's root a directory is still opened relative
+/// to its parent's descriptor, which stays open until every directory found
+/// in it is listed. Deeper, directories are opened by their whole path, so
+/// a walk of a very deep tree (decision 32) never holds more than about
+/// this many descriptors per thread.
+const HELD_DEPTH: usize = 64;
 
 /// How many matches of one directory a thread keeps for itself; the rest go
 /// back to the shared stack in chunks of this size.
@@ -100,11 +112,13 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
                 scope.spawn(move || {
                     let mut sink = make();
                     walker.work(queue, &mut sink);
+                    sink.done();
                     sink
                 })
             })
             .collect();
         walker.work(&queue, &mut first);
+        first.done();
         let mut sinks = vec![first];
         // A sink only holds data; a helper can only panic on a bug, which
         // then surfaces here as it would on the main thread.
@@ -122,6 +136,8 @@ pub fn walk<S: Sink>(pattern: &Pattern, threads: usize, make: impl Fn() -> S + S
 /// check, so a tree without such links costs no stat per directory.
 struct Ancestors {
     path: Vec<u8>,
+    /// How many directories are above it on the walk.
+    depth: usize,
     id: OnceLock<Option<(u64, u64)>>,
     up: Option<Arc<Ancestors>>,
 }
@@ -146,12 +162,18 @@ impl Ancestors {
 }
 
 enum Work {
-    /// A directory to list, with the pattern positions that reach it and
-    /// the directories above it.
-    Dir(Vec<u8>, u64, Option<Arc<Ancestors>>),
+    /// A directory to list, with the pattern positions that reach it, the
+    /// directories above it, and (when its parent was listed) the open
+    /// parent and where the directory's own name starts in its path.
+    Dir(Vec<u8>, u64, Option<Arc<Ancestors>>, Option<Parent>),
     /// Matches to hand to a sink, and the directory they are in.
     Found(Option<Arc<Dir>>, Vec<(Vec<u8>, Kind)>),
 }
+
+/// The open directory another was found in, and where that one's name
+/// starts in its path: opening it relative to the parent's descriptor
+/// (openat) spares the kernel a lookup of every directory of the path.
+type Parent = (Arc<Dir>, usize);
 
 struct Queue {
     state: Mutex<QueueState>,
@@ -216,8 +238,8 @@ impl Walker<'_> {
         let mut found = Vec::new();
         while let Some(work) = queue.pop() {
             match work {
-                Work::Dir(path, positions, above) => {
-                    let dir = self.list(&path, positions, above, &mut dirs, &mut found);
+                Work::Dir(path, positions, above, parent) => {
+                    let dir = self.list(&path, positions, above, parent, &mut dirs, &mut found);
                     if found.len() > CHUNK {
                         let mut rest = found.split_off(CHUNK);
                         while !rest.is_empty() {
@@ -257,11 +279,11 @@ impl Walker<'_> {
         if root.is_empty() {
             // The working directory is no name of its own to print.
             if positions & !self.done != 0 {
-                dirs.push(Work::Dir(Vec::new(), positions & !self.done, None));
+                dirs.push(Work::Dir(Vec::new(), positions & !self.done, None, None));
             }
             return;
         }
-        self.reached(root.clone(), positions, None, &None, dirs, found);
+        self.reached(root.clone(), positions, None, &None, None, dirs, found);
     }
 
     /// Lists directory `dir`, reached at `positions`, and records what its
@@ -272,13 +294,16 @@ impl Walker<'_> {
         dir: &[u8],
         positions: u64,
         above: Option<Arc<Ancestors>>,
+        parent: Option<Parent>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
     ) -> Option<Arc<Dir>> {
         let segs = &self.pattern.segs;
         let active = || (0..segs.len()).filter(move |&i| positions & (1 << i) != 0);
+        let depth = above.as_ref().map_or(0, |a| a.depth + 1);
         let here = Some(Arc::new(Ancestors {
             path: dir.to_vec(),
+            depth,
             id: OnceLock::new(),
             up: above,
         }));
@@ -303,6 +328,7 @@ impl Walker<'_> {
                 self.closure(next),
                 None,
                 &here,
+                None,
                 dirs,
                 found,
             );
@@ -310,6 +336,11 @@ impl Walker<'_> {
         if !listing {
             return None;
         }
+        let opened = Arc::new(match parent {
+            Some((parent, name_at)) => parent.open_dir(&dir[name_at..]).ok()?,
+            None => Dir::open(dir).ok()?,
+        });
+        let hold = depth < HELD_DEPTH;
 
         let mut visit = |name: &[u8], kind: Kind| {
             let mut next = 0u64;
@@ -329,29 +360,35 @@ impl Walker<'_> {
                 }
             }
             if next != 0 {
+                let path = join(dir, name);
+                let name_at = path.len() - name.len();
                 self.reached(
-                    join(dir, name),
+                    path,
                     self.closure(next),
                     Some(kind),
                     &here,
+                    hold.then_some((&opened, name_at)),
                     dirs,
                     found,
                 );
             }
         };
-        let mut opened = Dir::open(dir).ok()?;
         opened.each_entry(&mut visit);
-        Some(Arc::new(opened))
+        Some(opened)
     }
 
     /// `path` (of `kind`, when the listing said) reaches `positions`: it may
     /// be a match, a directory to list, or both.
+    // Where the path was found (above, parent) and the two lists it may go
+    // to are what a struct would bundle for this one caller pair.
+    #[allow(clippy::too_many_arguments)]
     fn reached(
         &self,
         path: Vec<u8>,
         positions: u64,
         kind: Option<Kind>,
         above: &Option<Arc<Ancestors>>,
+        parent: Option<(&Arc<Dir>, usize)>,
         dirs: &mut Vec<Work>,
         found: &mut Vec<(Vec<u8>, Kind)>,
     ) {
@@ -390,7 +427,8 @@ impl Walker<'_> {
             }
         }
         if descend {
-            dirs.push(Work::Dir(path, further, above.clone()));
+            let parent = parent.map(|(dir, name_at)| (Arc::clone(dir), name_at));
+            dirs.push(Work::Dir(path, further, above.clone(), parent));
         }
     }
 }
