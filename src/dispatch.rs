@@ -22,6 +22,10 @@ pub enum Personality {
     /// Serve the tools over MCP, with the remaining arguments.
     Mcp(Vec<OsString>),
     List,
+    /// Every tool's schema in one JSON object keyed by command name (hidden:
+    /// discovery asks this of our own executable once instead of running
+    /// each of its links with `--schema`).
+    Schemas,
     Help,
     Version,
     /// An unknown tool name: an error listing the known ones.
@@ -30,6 +34,8 @@ pub enum Personality {
 
 /// The host's own name, as argv[0] or as the first argument.
 pub const HOST_NAME: &str = "ikigai";
+/// The flag that prints every tool's schema at once.
+pub const SCHEMAS_FLAG: &str = "--schemas";
 /// The MCP server's name, as the first argument.
 pub const MCP_NAME: &str = "mcp";
 
@@ -54,6 +60,7 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
         crate::sandbox::exec::NAME => Personality::SandboxExec(rest[1..].to_vec()),
         crate::sandbox::spawner::NAME => Personality::SandboxSpawner(rest[1..].to_vec()),
         "--list" => Personality::List,
+        SCHEMAS_FLAG => Personality::Schemas,
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,
         MCP_NAME => Personality::Mcp(rest[1..].to_vec()),
@@ -112,6 +119,15 @@ mod tests {
         assert!(matches!(
             resolve(argv(&["ikigai-tools", "--version"])),
             Personality::Version
+        ));
+        assert!(matches!(
+            resolve(argv(&["ikigai-tools", "--schemas"])),
+            Personality::Schemas
+        ));
+        // Only the front door answers it: a tool takes it for a bad option.
+        assert!(matches!(
+            resolve(argv(&["/x/grep", "--schemas"])),
+            Personality::Tool(..)
         ));
         assert!(
             matches!(resolve(argv(&["ikigai-tools", "nope"])), Personality::Unknown(n) if n == "nope")

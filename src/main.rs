@@ -48,6 +48,18 @@ fn main() -> ExitCode {
             out::print_out(names.join("\n").as_bytes(), true);
             ExitCode::SUCCESS
         }
+        Personality::Schemas => {
+            // Each tool's `--schema` answer, parsed, under its command name.
+            let all: serde_json::Map<String, serde_json::Value> = tools::TOOLS
+                .iter()
+                .map(|t| {
+                    let schema = serde_json::from_str(t.schema()).unwrap_or_default();
+                    (t.command().to_string(), schema)
+                })
+                .collect();
+            out::print_out(serde_json::Value::Object(all).to_string().as_bytes(), true);
+            ExitCode::SUCCESS
+        }
         Personality::Help => {
             out::print_out(help().as_bytes(), false);
             ExitCode::SUCCESS

@@ -8,6 +8,11 @@
 //! reason. Probes in flight are capped by the open-file limit; queued ones
 //! start as others finish, each with its own deadline, so every tool is found
 //! whatever the limit (a small one only makes discovery take longer).
+//!
+//! Links to this very executable under its tools' names (what symlinks.sh
+//! installs) are asked at once: one run of it with `--schemas` answers what
+//! each link would answer to `--schema`, and saves starting the executable
+//! once per tool, most of what discovery costs.
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -41,7 +46,8 @@ pub fn discover(settings: &Settings) -> Registry {
         for (dir, origin) in directories(settings) {
             scan(&dir, origin, &mut candidates, &mut skipped);
         }
-        let mut found = probe_all(candidates, settings, &mut skipped);
+        let (mut found, candidates) = ours_at_once(candidates, settings);
+        found.extend(probe_all(candidates, settings, &mut skipped));
         let (tools, failed) = mcp.join().unwrap_or_default();
         found.extend(tools.into_iter().map(|t| Entry {
             name: t.name,
@@ -125,6 +131,88 @@ fn scan(dir: &Path, origin: Origin, out: &mut Vec<Candidate>, skipped: &mut Vec<
             }
         };
         skipped.push(Skipped { path, reason });
+    }
+}
+
+/// The candidates that are links to (or copies of the very file of) this
+/// executable under one of its tools' names, found by one run of it with
+/// `--schemas` instead of one `--schema` run each: each answer is the one
+/// its `--schema` would give, and starting this executable is most of what
+/// a probe costs. Returns their entries and the other candidates; when the
+/// run fails in any way, every candidate goes back to be probed alone.
+fn ours_at_once(candidates: Vec<Candidate>, settings: &Settings) -> (Vec<Entry>, Vec<Candidate>) {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let Some(me) = identity(Path::new("/proc/self/exe")) else {
+        return (Vec::new(), candidates);
+    };
+    let (ours, others): (Vec<Candidate>, Vec<Candidate>) = candidates
+        .into_iter()
+        .partition(|c| identity(&c.path) == Some(me));
+    if ours.len() < 2 {
+        return (Vec::new(), others.into_iter().chain(ours).collect());
+    }
+    let Some(schemas) = schemas_of(&ours[0].path, settings) else {
+        return (Vec::new(), others.into_iter().chain(ours).collect());
+    };
+    let mut found = Vec::new();
+    let mut rest = others;
+    for candidate in ours {
+        let name = candidate
+            .path
+            .file_name()
+            .and_then(OsStr::to_str)
+            .unwrap_or("");
+        // The tool its `--schema` run would be: by command or schema name.
+        let schema = schemas
+            .iter()
+            .find(|(command, schema)| *command == name || schema["name"].as_str() == Some(name));
+        match schema.map(|(_, schema)| schema::normalise(schema)) {
+            Some(Ok(schema)) => found.push(Entry {
+                name: schema["name"].as_str().unwrap_or_default().to_string(),
+                description: schema["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                path: candidate.path,
+                protocol: Protocol::Ikigai,
+                origin: candidate.origin,
+                schema,
+            }),
+            // Not one of its tools' names: probed alone, to say why.
+            _ => rest.push(candidate),
+        }
+    }
+    (found, rest)
+}
+
+/// This executable's tools' schemas, by command name, from one run of
+/// `file` (this executable) with `--schemas` under the discovery deadline.
+fn schemas_of(file: &Path, settings: &Settings) -> Option<serde_json::Map<String, Value>> {
+    let mut cmd = std::process::Command::new(file);
+    // The name decides the personality; "ikigai-tools" is none of the
+    // tools, so the flag does.
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+    cmd.arg(crate::dispatch::SCHEMAS_FLAG)
+        .env_clear()
+        .envs(crate::sandbox::secrets::base_env(std::env::vars_os()));
+    let mut proc = Proc::start(cmd, None, SCHEMA_CAP, STDERR_CAP, false).ok()?;
+    let deadline = Instant::now() + settings.discovery_deadline;
+    while !proc.settled(Instant::now()) {
+        if Instant::now() >= deadline || proc.out.truncated() {
+            proc.kill();
+        }
+        // Past the deadline, the kill's drain time is what is waited for.
+        let until = deadline.max(Instant::now() + std::time::Duration::from_millis(5));
+        child::step(&mut [&mut proc], until);
+    }
+    let finished = proc.finish();
+    if !finished.status.is_some_and(|s| s.success()) {
+        return None;
+    }
+    match serde_json::from_slice(&finished.out.complete()?) {
+        Ok(Value::Object(all)) => Some(all),
+        _ => None,
     }
 }
 

@@ -216,6 +216,34 @@ fn our_own_tools_are_found_under_both_names() {
 }
 
 #[test]
+fn our_links_answer_at_once_as_each_would_alone() {
+    // The host asks its own executable for every schema in one run; what
+    // it lists must be what each link answers to `--schema` itself, and a
+    // link under a name that is none of our tools is probed on its own.
+    let d = Dirs::new();
+    let links = ["grep", "file_read", "web-fetch"];
+    for name in links {
+        d.link(&d.sys, name, bin());
+    }
+    let stray = d.link(&d.sys, "frobnicate", bin());
+    let listing = d.listing();
+    assert_eq!(names(&listing), ["file_read", "grep", "web_fetch"]);
+    for link in links {
+        let own = std::process::Command::new(d.sys.join(link))
+            .arg("--schema")
+            .output()
+            .unwrap();
+        let own: serde_json::Value = serde_json::from_slice(&own.stdout).unwrap();
+        let name = own["name"].as_str().unwrap();
+        let listed = d.ikigai().args(["tools", "--json", name]).output().json();
+        assert_eq!(listed["schema"], own, "{link}");
+        assert_eq!(listed["path"], d.sys.join(link).to_string_lossy().as_ref());
+    }
+    let reason = Dirs::reason(&listing, &stray).expect("the stray link is skipped");
+    assert!(reason.contains("exited with code"), "{reason}");
+}
+
+#[test]
 fn missing_directories_are_an_empty_registry() {
     let d = Dirs::new();
     let out = crate::common::run("ikigai")
