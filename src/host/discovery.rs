@@ -168,22 +168,27 @@ fn ours_at_once(candidates: Vec<Candidate>, settings: &Settings) -> (Vec<Entry>,
             .iter()
             .find(|(command, schema)| *command == name || schema["name"].as_str() == Some(name));
         match schema.map(|(_, schema)| schema::normalise(schema)) {
-            Some(Ok(schema)) => found.push(Entry {
-                name: schema["name"].as_str().unwrap_or_default().to_string(),
-                description: schema["description"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                path: candidate.path,
-                protocol: Protocol::Ikigai,
-                origin: candidate.origin,
-                schema,
-            }),
+            Some(Ok(schema)) => found.push(entry(candidate, Protocol::Ikigai, schema)),
             // Not one of its tools' names: probed alone, to say why.
             _ => rest.push(candidate),
         }
     }
     (found, rest)
+}
+
+/// The registry entry of a candidate that answered `schema` (normalised).
+fn entry(candidate: Candidate, protocol: Protocol, schema: Value) -> Entry {
+    Entry {
+        name: schema["name"].as_str().unwrap_or_default().to_string(),
+        description: schema["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        path: candidate.path,
+        protocol,
+        origin: candidate.origin,
+        schema,
+    }
 }
 
 /// This executable's tools' schemas, by command name, from one run of
@@ -348,17 +353,7 @@ fn probe_all(
     let mut found = Vec::new();
     for probe in probes {
         match probe.outcome {
-            Some(Ok(schema)) => found.push(Entry {
-                name: schema["name"].as_str().unwrap_or_default().to_string(),
-                description: schema["description"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                path: probe.candidate.path,
-                protocol: probe.protocol,
-                origin: probe.candidate.origin,
-                schema,
-            }),
+            Some(Ok(schema)) => found.push(entry(probe.candidate, probe.protocol, schema)),
             Some(Err(reason)) => skipped.push(Skipped {
                 path: probe.candidate.path,
                 reason,

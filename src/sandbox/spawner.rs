@@ -75,16 +75,7 @@ impl Spawner {
             tv_sec: ANSWER_WITHIN.as_secs() as libc::time_t,
             tv_usec: 0,
         };
-        // SAFETY: setsockopt with a valid timeval on a socket we own.
-        unsafe {
-            libc::setsockopt(
-                ours.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&wait as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            );
-        }
+        set_option(&ours, libc::SO_RCVTIMEO, &wait);
         Ok(Spawner {
             socket: ours,
             process,
@@ -505,20 +496,26 @@ fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: both descriptors are new and owned by nothing else.
     let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     for fd in [&pair.0, &pair.1] {
-        let size = (MAX_REQUEST + 4096) as libc::c_int;
-        // SAFETY: setsockopt with a valid int option value. Failure leaves
-        // the default buffers, which only makes large requests fail.
-        unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        // Failure leaves the default buffers, which only makes large
+        // requests fail (and start the old way).
+        set_option(fd, libc::SO_SNDBUF, &((MAX_REQUEST + 4096) as libc::c_int));
     }
     Ok(pair)
+}
+
+/// Sets a socket-level option; best effort (see the callers).
+fn set_option<T>(socket: &OwnedFd, option: libc::c_int, value: &T) {
+    // SAFETY: setsockopt reads size_of::<T>() bytes from a live value of
+    // the type the option expects.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        );
+    }
 }
 
 /// Room for the control message carrying three descriptors.
