@@ -1,26 +1,32 @@
 //! `ikigai-tools sandbox-spawner`: a small process of this executable that
-//! a host starts once and that then makes each call's containment process
-//! (`exec::contain`) by forking itself, instead of the host exec'ing
-//! `ikigai-tools sandbox-exec` for every call.
+//! a host starts once and that then makes each call's processes by forking
+//! itself, instead of the host exec'ing `ikigai-tools sandbox-exec` for
+//! every call (docs/sandbox.md).
 //!
 //! Why: starting this executable costs about a millisecond (the loader,
 //! std's start-up, the page faults of a large image), a fork of a small
 //! single-threaded process a fraction of that; and the host itself, being
 //! multi-threaded and large, cannot fork and run Rust code in the child.
 //!
-//! The containment process is created with `CLONE_PARENT`: its parent is
-//! the host, exactly as if the host had started `sandbox-exec` itself. The
-//! host waits for it, signals it, and reads its exit status as before; its
-//! `PR_SET_PDEATHSIG` still names the host. The spawner only saves the exec:
-//! it forks, answers the pid and forgets the call.
+//! It keeps one call made in advance ([`Spare`]): a containment process,
+//! created with `CLONE_PARENT` so that its parent is the host, exactly as
+//! if the host had started `sandbox-exec` (the host waits for it, signals
+//! it and reads its exit status as before, and its `PR_SET_PDEATHSIG` still
+//! names the host), which does `sandbox-exec`'s containment
+//! (`exec::prepare`, `exec::see_through`); and below it the tool process,
+//! waiting for its call. A call's request goes to that waiting process,
+//! which takes the call's descriptors, environment and directory, builds
+//! the fence around itself (`exec::build_fence`: the fence is per call) and
+//! becomes the tool (`exec::run_tool`). The spawner answers the containment
+//! process's pid, and makes the next spare.
 //!
-//! The wire, on a `SOCK_SEQPACKET` socket pair (one request, one message):
+//! The wire, on `SOCK_SEQPACKET` socket pairs (one request, one message):
 //! the request is NUL-terminated strings, the working directory, the number
 //! of arguments, the arguments of `sandbox-exec` (after its name), then the
 //! environment as `NAME=value`; its three descriptors (the call's stdin,
-//! stdout, stderr) ride along as `SCM_RIGHTS`. The answer is the new
-//! process's pid, or minus an errno, as four little-endian bytes. A request
-//! that does not fit in one message is refused with `EMSGSIZE`, and the host
+//! stdout, stderr) ride along as `SCM_RIGHTS`. The answer is the pid, or
+//! minus an errno (the call was not taken), as four little-endian bytes. A
+//! request that does not fit in one message is never sent, and the host
 //! starts `sandbox-exec` the old way.
 
 use std::ffi::{OsStr, OsString};
