@@ -67,6 +67,9 @@ impl Spawner {
         // The name decides the personality; "ikigai-tools" is none of the
         // tools, so the first argument does.
         std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+        // A group of its own: the terminal's Ctrl-C, which reaches the
+        // host's group (the host handles it), must not end the spawner.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let process = cmd
             .arg(NAME)
             .env_clear()
@@ -159,6 +162,8 @@ pub fn main(args: &[OsString]) -> ExitCode {
         let host = libc::getppid();
         // Nothing to clean up: die with the host.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // Started as /proc/self/exe, it would show as "exe" in `ps`.
+        libc::prctl(libc::PR_SET_NAME, c"ikigai-spawner".as_ptr(), 0, 0, 0);
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         if libc::getppid() != host {
             return ExitCode::from(exec::SETUP_FAILED);

@@ -700,6 +700,21 @@ fn the_spawner_and_its_spare_call_end_with_their_host() {
         children.iter().any(|(_, name)| name == "ikigai-contain"),
         "{children:?}"
     );
+    // Each in a process group of its own, not the host's: a Ctrl-C sent to
+    // the host's group (the terminal's foreground) must not end them.
+    let group = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
+    };
+    for (pid, name) in &children {
+        assert_ne!(
+            group(*pid),
+            group(server_pid),
+            "{name} ({pid}) shares the host's group"
+        );
+    }
     let mut all: Vec<i32> = children.iter().map(|(pid, _)| *pid).collect();
     for (pid, _) in &children {
         all.extend(children_of(*pid).iter().map(|(p, _)| *p));
