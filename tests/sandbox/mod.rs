@@ -733,16 +733,12 @@ fn a_killed_spawner_is_replaced_and_calls_go_on() {
     let w = World::new();
     let (mut server, mut call) = mcp_server(&w, &[]);
     assert_eq!(call("echo one"), "one");
+    // The spawner: the server's child by that name (the containment
+    // process it made in advance is the server's child too).
     let spawner = |server: i32| -> Vec<i32> {
         children_of(server)
             .into_iter()
-            .filter(|(pid, _)| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&cmdline).contains("sandbox-spawner")
-                    && !children_of(server)
-                        .iter()
-                        .any(|(p, n)| p == pid && n.starts_with("ikigai-"))
-            })
+            .filter(|(_, name)| name == "ikigai-spawner")
             .map(|(pid, _)| pid)
             .collect()
     };
