@@ -171,8 +171,13 @@ fn start(
     contain_args.remove(0); // the personality's name
     contain_args.push(entry.path.clone().into_os_string());
     contain_args.extend(args.iter().cloned());
+    // The spawner passes the environment as it is, so the cap's variable,
+    // which `Proc::start` sets, goes in here (the same value twice on the
+    // way below, which is harmless).
+    let mut env = env;
+    env.push((crate::env::MAX_OUTPUT_VAR.into(), cap.to_string().into()));
     let input = if settings.sandbox.spawner {
-        match spawned::start(&contain_args, env.clone(), input, cap) {
+        match spawned::start(&contain_args, &env, input, cap) {
             spawned::Started::Proc(proc) => return Ok(*proc),
             spawned::Started::Lost(e) => return Err(e),
             spawned::Started::Not(input) => input,
@@ -220,7 +225,7 @@ mod spawned {
 
     pub fn start(
         args: &[OsString],
-        mut env: Vec<(OsString, OsString)>,
+        env: &[(OsString, OsString)],
         input: Option<Vec<u8>>,
         cap: usize,
     ) -> Started {
@@ -230,7 +235,6 @@ mod spawned {
         let Ok(cwd) = std::env::current_dir() else {
             return Started::Not(input);
         };
-        env.push((crate::env::MAX_OUTPUT_VAR.into(), cap.to_string().into()));
         let Ok((stdin, stdout, stderr)) = pipes(input.is_some()) else {
             return Started::Not(input);
         };
@@ -250,7 +254,7 @@ mod spawned {
                 return Started::Not(input);
             };
             let theirs = [&stdin.1, &stdout.1, &stderr.1].map(AsRawFd::as_raw_fd);
-            match spawner.spawn(args, &env, &cwd, theirs) {
+            match spawner.spawn(args, env, &cwd, theirs) {
                 Ok(pid) => {
                     drop(slot);
                     // Only the call's processes hold the other ends now.

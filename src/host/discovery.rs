@@ -89,6 +89,8 @@ fn directories(settings: &Settings) -> Vec<(PathBuf, Origin)> {
 struct Candidate {
     path: PathBuf,
     origin: Origin,
+    /// The file it names (device, inode), links followed.
+    file: (u64, u64),
 }
 
 /// Lists the candidates of one directory, by file name. Dotfiles and
@@ -125,8 +127,10 @@ fn scan(dir: &Path, origin: Origin, out: &mut Vec<Candidate>, skipped: &mut Vec<
             Ok(m) if m.permissions().mode() & 0o111 == 0 => {
                 "not executable (chmod +x it to make it a tool)".to_string()
             }
-            Ok(_) => {
-                out.push(Candidate { path, origin });
+            Ok(m) => {
+                use std::os::unix::fs::MetadataExt;
+                let file = (m.dev(), m.ino());
+                out.push(Candidate { path, origin, file });
                 continue;
             }
         };
@@ -142,13 +146,12 @@ fn scan(dir: &Path, origin: Origin, out: &mut Vec<Candidate>, skipped: &mut Vec<
 /// run fails in any way, every candidate goes back to be probed alone.
 fn ours_at_once(candidates: Vec<Candidate>, settings: &Settings) -> (Vec<Entry>, Vec<Candidate>) {
     use std::os::unix::fs::MetadataExt;
-    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
-    let Some(me) = identity(Path::new("/proc/self/exe")) else {
+    let Ok(me) = std::fs::metadata("/proc/self/exe") else {
         return (Vec::new(), candidates);
     };
-    let (ours, others): (Vec<Candidate>, Vec<Candidate>) = candidates
-        .into_iter()
-        .partition(|c| identity(&c.path) == Some(me));
+    let me = (me.dev(), me.ino());
+    let (ours, others): (Vec<Candidate>, Vec<Candidate>) =
+        candidates.into_iter().partition(|c| c.file == me);
     if ours.len() < 2 {
         return (Vec::new(), others.into_iter().chain(ours).collect());
     }

@@ -464,10 +464,14 @@ fn encode(cwd: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Option
         put(arg.as_bytes())?;
     }
     for (name, value) in env {
-        let mut pair = name.as_bytes().to_vec();
-        pair.push(b'=');
-        pair.extend_from_slice(value.as_bytes());
-        put(&pair)?;
+        let (name, value) = (name.as_bytes(), value.as_bytes());
+        if name.contains(&0) || value.contains(&0) {
+            return None;
+        }
+        out.extend_from_slice(name);
+        out.push(b'=');
+        out.extend_from_slice(value);
+        out.push(0);
     }
     (out.len() <= MAX_REQUEST).then_some(out)
 }
@@ -635,11 +639,21 @@ mod tests {
         assert_eq!(request.cwd, "/w d");
         assert_eq!(request.args, os(&["--mode", "off", "--", "/bin/x", ""]));
         assert_eq!(request.env, os(&["A=1=2", "EMPTY="]));
+        // Bytes that are not UTF-8 pass as they are, in every part.
+        let raw = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let env = vec![(raw(b"N\xff"), raw(b"v\xfe"))];
+        let bytes = encode(Path::new(&raw(b"/d\xff")), &[raw(b"a\x80")], &env).unwrap();
+        let request = decode(&bytes).unwrap();
+        assert_eq!(request.cwd, raw(b"/d\xff"));
+        assert_eq!(request.args, [raw(b"a\x80")]);
+        assert_eq!(request.env, [raw(b"N\xff=v\xfe")]);
     }
 
     #[test]
     fn bad_requests_are_refused() {
         assert!(encode(Path::new("/"), &os(&["a\0b"]), &[]).is_none());
+        let nul_env = [(OsString::from("A"), OsString::from("x\0y"))];
+        assert!(encode(Path::new("/"), &[], &nul_env).is_none());
         assert!(encode(
             Path::new("/"),
             &[OsString::from("x".repeat(MAX_REQUEST))],

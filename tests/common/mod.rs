@@ -235,3 +235,36 @@ pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
         )
     }
 }
+
+/// What the tests read of `/proc/PID/stat`: the command name, the state
+/// letter, the parent and the process group. None when the process is gone.
+pub struct Stat {
+    pub comm: String,
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+impl Stat {
+    pub fn of(pid: i32) -> Option<Stat> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The name may hold spaces and parentheses: it ends at the last ')'.
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_string();
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some(Stat {
+            comm,
+            state,
+            ppid,
+            pgrp,
+        })
+    }
+
+    /// Ended: a zombie waiting for its reaper, or dead.
+    pub fn ended(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}

@@ -145,9 +145,7 @@ impl Pid {
         if unsafe { libc::kill(self.0, 0) } != 0 {
             return true;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0)).unwrap_or_default();
-        let state = stat.rsplit(") ").next().and_then(|s| s.chars().next());
-        matches!(state, None | Some('Z') | Some('X'))
+        crate::common::Stat::of(self.0).is_none_or(|s| s.ended())
     }
 
     /// Waits (generously) for the process to die.

@@ -191,13 +191,7 @@ impl StdioServer {
 
 /// Whether process `pid` still exists (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
+    crate::common::Stat::of(pid).is_some_and(|s| !s.ended())
 }
 
 /// Holds the Python peers to one test at a time: each starts an interpreter

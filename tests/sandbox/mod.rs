@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::model_server::{Api, ModelServer, Reply, KEY};
-use crate::common::{bin, run, Output, Run};
+use crate::common::{bin, run, Output, Run, Stat};
 use crate::host::{Dirs, Pid};
 
 /// The kernel's Landlock ABI, asked of the kernel; None (with the reason
@@ -619,16 +619,8 @@ fn children_of(parent: i32) -> Vec<(i32, String)> {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let mut rest = stat[close + 1..].split_whitespace();
-        let (state, ppid) = (rest.next(), rest.next().and_then(|p| p.parse::<i32>().ok()));
-        if ppid == Some(parent) && state != Some("Z") {
-            found.push((pid, stat[open + 1..close].to_string()));
+        if let Some(stat) = Stat::of(pid).filter(|s| s.ppid == parent && !s.ended()) {
+            found.push((pid, stat.comm));
         }
     }
     found
@@ -702,12 +694,7 @@ fn the_spawner_and_its_spare_call_end_with_their_host() {
     );
     // Each in a process group of its own, not the host's: a Ctrl-C sent to
     // the host's group (the terminal's foreground) must not end them.
-    let group = |pid: i32| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        stat.rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
-    };
+    let group = |pid: i32| Stat::of(pid).map(|s| s.pgrp);
     for (pid, name) in &children {
         assert_ne!(
             group(*pid),
