@@ -73,14 +73,7 @@ impl Walk<'_> {
                 Some(Value::String(reference)) => self.reference(reference, map),
                 _ => {
                     let mut out = Map::new();
-                    for (key, v) in map {
-                        let v = if DATA.contains(&key.as_str()) {
-                            v.clone()
-                        } else {
-                            self.node(v)?
-                        };
-                        out.insert(key.clone(), v);
-                    }
+                    self.keywords(map, None, &mut out)?;
                     Ok(Value::Object(out))
                 }
             },
@@ -124,17 +117,30 @@ impl Walk<'_> {
         };
         out.remove("$defs");
         out.remove("definitions");
-        for (key, v) in map {
-            if key != "$ref" {
-                let v = if DATA.contains(&key.as_str()) {
-                    v.clone()
-                } else {
-                    self.node(v)?
-                };
-                out.insert(key.clone(), v);
-            }
-        }
+        self.keywords(map, Some("$ref"), &mut out)?;
         Ok(Value::Object(out))
+    }
+
+    /// Copies `map`'s keywords (but `skip`) into `out`, each walked,
+    /// except those whose values are data (`DATA`), copied as they are.
+    fn keywords(
+        &mut self,
+        map: &Map<String, Value>,
+        skip: Option<&str>,
+        out: &mut Map<String, Value>,
+    ) -> Result<(), String> {
+        for (key, v) in map {
+            if Some(key.as_str()) == skip {
+                continue;
+            }
+            let v = if DATA.contains(&key.as_str()) {
+                v.clone()
+            } else {
+                self.node(v)?
+            };
+            out.insert(key.clone(), v);
+        }
+        Ok(())
     }
 }
 
