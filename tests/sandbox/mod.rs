@@ -627,7 +627,8 @@ fn children_of(parent: i32) -> Vec<(i32, String)> {
 }
 
 /// `ikigai-tools mcp` over the world's tools, in its workspace, and a
-/// function that makes one bash call through it and returns the output.
+/// function that makes one bash call through it and returns the output
+/// (or, for a failed call, its error text).
 fn mcp_server(
     w: &World,
     env: &[(&str, &str)],
@@ -669,8 +670,11 @@ fn mcp_server(
             let line = lines.next().expect("an answer").unwrap();
             let answer: Value = serde_json::from_str(&line).unwrap();
             if answer["id"] == id {
-                return answer["result"]["structuredContent"]["output"]
+                // The output; for a failed call, the text the client sees.
+                let result = &answer["result"];
+                return result["structuredContent"]["output"]
                     .as_str()
+                    .or(result["content"][0]["text"].as_str())
                     .unwrap_or_else(|| panic!("{answer}"))
                     .to_string();
             }
@@ -760,6 +764,36 @@ fn a_call_made_in_advance_that_died_is_made_again() {
     // The next call finds it gone, and the spawner makes another at once;
     // the call runs and ends as its tool did.
     assert_eq!(call("echo after; exit 3"), "after");
+    assert_eq!(call("echo again"), "again");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
+fn a_spawner_that_stops_answering_fails_one_call_and_is_replaced() {
+    let w = World::new();
+    let (mut server, mut call) = mcp_server(&w, &[]);
+    assert_eq!(call("echo one"), "one");
+    let stuck: Vec<i32> = children_of(server.id() as i32)
+        .into_iter()
+        .filter(|(_, name)| name == "ikigai-spawner")
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(stuck.len(), 1, "{stuck:?}");
+    // SAFETY: stops the spawner this test's server started.
+    unsafe {
+        libc::kill(stuck[0], libc::SIGSTOP);
+    }
+    let started = Instant::now();
+    let failed = call("echo lost");
+    assert!(failed.contains("gave no answer"), "{failed}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+    // The stopped spawner was ended; a new one serves the next call.
+    assert!(crate::mcp::eventually(|| !crate::mcp::alive(stuck[0])));
     assert_eq!(call("echo again"), "again");
     server.kill().unwrap();
     server.wait().unwrap();
