@@ -25,6 +25,7 @@ use crate::sandbox::Mode;
 use crate::tool::Env;
 
 pub mod http;
+mod pool;
 pub mod service;
 pub mod stdio;
 

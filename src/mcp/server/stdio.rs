@@ -1,8 +1,8 @@
 //! The stdio transport: one JSON-RPC message per line on stdin, one per line
 //! on stdout, and nothing else ever on stdout (logs go to stderr). Each
-//! `tools/call` runs on its own thread, so calls run at once and
-//! `notifications/cancelled` can stop one (its processes are killed). A
-//! line that is not JSON is answered with a parse error and the server
+//! `tools/call` runs on a thread of its own (kept for the next call, see
+//! `pool`), so calls run at once and `notifications/cancelled` can stop one
+//! (its processes are killed). A line that is not JSON is answered with a parse error and the server
 //! reads on; at the end of stdin it lets the running calls finish, then
 //! ends. When the tool directories change, the client is told.
 
@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
 
 use serde_json::{json, Value};
 
+use super::pool::Pool;
 use super::service::Service;
 use crate::mcp::protocol::{self, code, read_line, Line, Message, RpcError, LINE_LIMIT};
 
@@ -49,7 +49,7 @@ pub fn serve(service: Arc<Service>, changes: mpsc::Receiver<()>) {
     });
     let in_flight: InFlight = Arc::default();
     let mut negotiated: Option<String> = None;
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut threads = Pool::new();
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -71,7 +71,6 @@ pub fn serve(service: Arc<Service>, changes: mpsc::Receiver<()>) {
                 break;
             }
         }
-        threads.retain(|t| !t.is_finished());
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -121,18 +120,16 @@ pub fn serve(service: Arc<Service>, changes: mpsc::Receiver<()>) {
         let key = id.to_string();
         in_flight.lock().unwrap().insert(key.clone(), flag.clone());
         let (service, out, in_flight) = (service.clone(), out.clone(), in_flight.clone());
-        threads.push(std::thread::spawn(move || {
+        threads.run(move || {
             let result = service.handle(&era, &method, &params, Some(&flag));
             in_flight.lock().unwrap().remove(&key);
             // A cancelled request gets no response.
             if !flag.load(Ordering::SeqCst) {
                 out.send(&answer(&id, result));
             }
-        }));
+        });
     }
-    for thread in threads {
-        let _ = thread.join();
-    }
+    threads.finish();
 }
 
 fn answer(id: &Value, result: Result<Value, RpcError>) -> Value {
