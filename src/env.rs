@@ -27,6 +27,22 @@ impl Env {
         }
     }
 
+    /// From `NAME=value` entries, as an environment block holds them
+    /// (entries without `=` or not UTF-8 are passed over, as in
+    /// `from_process`).
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        Env {
+            vars: entries
+                .into_iter()
+                .filter_map(|entry| {
+                    let entry = std::str::from_utf8(entry).ok()?;
+                    let (name, value) = entry.split_once('=')?;
+                    Some((name.to_string(), value.to_string()))
+                })
+                .collect(),
+        }
+    }
+
     #[cfg(test)]
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
     where
@@ -84,6 +100,16 @@ mod tests {
         assert!(Env::from_pairs([("IKIGAI_STUB", "1")]).stub());
         assert!(!Env::from_pairs([("IKIGAI_STUB", "0")]).stub());
         assert_eq!(Env::from_pairs([("X", "")]).var("X"), None);
+    }
+
+    #[test]
+    fn entries_split_at_the_first_equals_sign() {
+        let entries: [&[u8]; 4] = [b"A=1=2", b"EMPTY=", b"NOEQUALS", b"BAD=\xff"];
+        let env = Env::from_entries(entries);
+        assert_eq!(env.var("A"), Some("1=2"));
+        assert_eq!(env.var("EMPTY"), None);
+        assert_eq!(env.var("NOEQUALS"), None);
+        assert_eq!(env.var("BAD"), None);
     }
 
     #[test]

@@ -30,6 +30,12 @@ pub trait Tool: Sync {
     fn family(&self) -> Family {
         Family::Local
     }
+    /// Whether a call may start other programs (bash). One that cannot,
+    /// and reaches no network, may be served by a worker that runs many
+    /// calls (docs/sandbox.md).
+    fn starts_processes(&self) -> bool {
+        false
+    }
     /// Runs the tool on arguments already validated against `schema()`
     /// (optional parameters given as `null` have been removed).
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError>;

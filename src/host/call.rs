@@ -22,8 +22,9 @@ use super::child::{self, Proc};
 use super::envelope::{self, Ending, Envelope, Failure};
 use super::registry::{Entry, Protocol, Registry};
 use super::settings::Settings;
+use super::spawned;
 use crate::args::type_name as kind;
-use crate::sandbox::{exec, secrets, Fence};
+use crate::sandbox::{exec, secrets, worker, Fence};
 
 /// How often a running call looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(25);
@@ -160,7 +161,7 @@ fn start(
         .tool_env
         .get(&entry.name)
         .map_or(&[][..], Vec::as_slice);
-    let env = secrets::tool_env(std::env::vars_os(), &entry.name, pass);
+    let env = tool_env(&entry.name, pass);
     if !contained {
         let mut cmd = Command::new(&entry.path);
         cmd.args(args).env_clear().envs(env);
@@ -176,6 +177,18 @@ fn start(
     // way below, which is harmless).
     let mut env = env;
     env.push((crate::env::MAX_OUTPUT_VAR.into(), cap.to_string().into()));
+    // Our own tools that start no process run in a worker, fenced alike
+    // (a fence the kernel cannot build whole keeps them on the way below).
+    let input = if settings.sandbox.spawner && !best_effort && worker::serves(&entry.path) {
+        let fence_args = &contain_args[..contain_args.len() - 1 - args.len()];
+        match spawned::serve(&entry.path, args, fence, fence_args, &env, input, cap) {
+            spawned::Started::Proc(proc) => return Ok(*proc),
+            spawned::Started::Lost(e) => return Err(e),
+            spawned::Started::Not(input) => input,
+        }
+    } else {
+        input
+    };
     let input = if settings.sandbox.spawner {
         match spawned::start(&contain_args, &env, input, cap) {
             spawned::Started::Proc(proc) => return Ok(*proc),
@@ -193,150 +206,26 @@ fn start(
     Proc::start(cmd, input, cap, cap, true)
 }
 
-/// Calls whose containment process the sandbox's spawner makes: one
-/// spawner per host, started at the first such call and kept for the
-/// host's life (it ends with the host).
-mod spawned {
-    use std::ffi::OsString;
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Mutex;
-
-    use super::own_executable;
-    use crate::host::child::{set_nonblocking, Proc};
-    use crate::sandbox::secrets;
-    use crate::sandbox::spawner::{Failure, Spawner};
-
-    static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
-    /// Set when a spawner could not be started: then every call execs.
-    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
-
-    /// What became of a call handed to the spawner.
-    pub enum Started {
-        Proc(Box<Proc>),
-        /// It cannot make this call (none could be started, or the request
-        /// is too large for it): the input, to start it the old way.
-        Not(Option<Vec<u8>>),
-        /// The spawner ended after taking the call, which may be running:
-        /// the call fails rather than run twice.
-        Lost(io::Error),
+/// The environment tool `name` gets (`secrets::tool_env`), worked out once
+/// per tool: the host's own environment is settled before its first call,
+/// and a host making many calls would otherwise sift it for each.
+fn tool_env(name: &str, pass: &[String]) -> Vec<(OsString, OsString)> {
+    type Known = Vec<(String, Vec<String>, Vec<(OsString, OsString)>)>;
+    static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, env)) = known.iter().find(|(n, p, _)| n == name && p == pass) {
+        return env.clone();
     }
-
-    pub fn start(
-        args: &[OsString],
-        env: &[(OsString, OsString)],
-        input: Option<Vec<u8>>,
-        cap: usize,
-    ) -> Started {
-        if UNAVAILABLE.load(Ordering::Relaxed) {
-            return Started::Not(input);
-        }
-        let Ok(cwd) = std::env::current_dir() else {
-            return Started::Not(input);
-        };
-        let Ok((stdin, stdout, stderr)) = pipes(input.is_some()) else {
-            return Started::Not(input);
-        };
-        let mut slot = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
-        // A spawner that died (killed by someone) is replaced once.
-        for _ in 0..2 {
-            if slot.is_none() {
-                match start_spawner() {
-                    Ok(spawner) => *slot = Some(spawner),
-                    Err(_) => {
-                        UNAVAILABLE.store(true, Ordering::Relaxed);
-                        return Started::Not(input);
-                    }
-                }
-            }
-            let Some(spawner) = slot.as_mut() else {
-                return Started::Not(input);
-            };
-            let theirs = [&stdin.1, &stdout.1, &stderr.1].map(AsRawFd::as_raw_fd);
-            match spawner.spawn(args, env, &cwd, theirs) {
-                Ok(pid) => {
-                    drop(slot);
-                    // Only the call's processes hold the other ends now.
-                    let (ours_in, ours_out, ours_err) = (stdin.0, stdout.0, stderr.0);
-                    return Started::Proc(Box::new(Proc::adopt(
-                        pid, ours_in, ours_out, ours_err, input, cap, cap,
-                    )));
-                }
-                Err(Failure::Refused) => return Started::Not(input),
-                Err(Failure::Gone) => *slot = None,
-                Err(Failure::Lost(e)) => {
-                    *slot = None;
-                    return Started::Lost(io::Error::other(format!(
-                        "the sandbox's spawner took the call but gave no answer ({e})"
-                    )));
-                }
-            }
-        }
-        Started::Not(input)
-    }
-
-    /// Starts a spawner from a thread that lives as long as the host: a
-    /// process's parent-death signal (which ends the spawner, and the
-    /// containment processes it makes, with the host) fires when the
-    /// *thread* that started it ends, and calls run on short-lived threads.
-    fn start_spawner() -> io::Result<Spawner> {
-        let (tell, told) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("sandbox-spawner".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                let started =
-                    Spawner::start(own_executable(), secrets::base_env(std::env::vars_os()));
-                let _ = tell.send(started);
-                loop {
-                    std::thread::park();
-                }
-            })?;
-        told.recv()
-            .unwrap_or_else(|_| Err(io::Error::other("the spawner's thread ended")))
-    }
-
-    /// The three pipes of a call, each (the host's end, the call's end);
-    /// stdin is /dev/null (no host end) when there is no input.
-    #[allow(clippy::type_complexity)]
-    fn pipes(
-        input: bool,
-    ) -> io::Result<(
-        (Option<OwnedFd>, OwnedFd),
-        (OwnedFd, OwnedFd),
-        (OwnedFd, OwnedFd),
-    )> {
-        let stdin = if input {
-            let (read, write) = pipe()?;
-            set_nonblocking(write.as_raw_fd())?;
-            (Some(write), read)
-        } else {
-            (None, OwnedFd::from(std::fs::File::open("/dev/null")?))
-        };
-        let (stdout, stderr) = (pipe()?, pipe()?);
-        set_nonblocking(stdout.0.as_raw_fd())?;
-        set_nonblocking(stderr.0.as_raw_fd())?;
-        Ok((stdin, stdout, stderr))
-    }
-
-    /// A pipe, (read end, write end), both close-on-exec.
-    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills the two-element array on success.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors are new and owned by nothing else.
-        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-    }
+    let env = secrets::tool_env(std::env::vars_os(), name, pass);
+    known.push((name.to_string(), pass.to_vec(), env.clone()));
+    env
 }
 
 /// This executable, to run as the containment process: `/proc/self/exe`
 /// names the very file the host runs from, even if it was replaced or
 /// deleted since (a rebuild while the assistant runs); without /proc, the
 /// path it was started from, looked up once.
-fn own_executable() -> &'static Path {
+pub(super) fn own_executable() -> &'static Path {
     static EXE: OnceLock<std::path::PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
         let proc_exe = Path::new("/proc/self/exe");
@@ -401,7 +290,10 @@ fn run(
         };
         child::step(&mut [&mut proc], until);
     }
-    let finished = proc.finish();
+    let mut finished = proc.finish();
+    if let Some(worker) = finished.worker.take() {
+        spawned::give_back(worker);
+    }
     let ending = stopped.unwrap_or_else(|| match finished.status {
         Some(status) => ending_of(status),
         // Settled without a status only after a kill, which sets `stopped`.

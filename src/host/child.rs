@@ -20,6 +20,7 @@ use std::process::{self, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::capture::HeadTail;
+use crate::sandbox::worker::{Said, Worker};
 
 /// How long pipes may stay open after the tool itself exited (a background
 /// process it left may hold them): then the host stops reading.
@@ -96,11 +97,14 @@ impl Capture {
     }
 }
 
-/// The process a `Proc` runs: one std started, or one made for the host by
-/// the sandbox's spawner (our child all the same, reaped here by pid).
+/// The process a `Proc` runs: one std started, one made for the host by
+/// the sandbox's spawner (our child all the same, reaped here by pid), or
+/// a sandbox worker serving the call in its own process (which outlives a
+/// call that ends well, and says how it ended over its socket).
 enum Leader {
     Spawned(process::Child),
     Adopted(libc::pid_t),
+    Served(Worker),
 }
 
 impl Leader {
@@ -108,6 +112,7 @@ impl Leader {
         match self {
             Leader::Spawned(child) => child.id(),
             Leader::Adopted(pid) => *pid as u32,
+            Leader::Served(worker) => worker.pid() as u32,
         }
     }
 
@@ -115,6 +120,8 @@ impl Leader {
         match self {
             Leader::Spawned(child) => child.try_wait(),
             Leader::Adopted(pid) => wait_pid(*pid, libc::WNOHANG),
+            // What a worker's call says is read as it comes (`service`).
+            Leader::Served(_) => Ok(None),
         }
     }
 
@@ -124,6 +131,7 @@ impl Leader {
             Leader::Adopted(pid) => {
                 wait_pid(*pid, 0)?.ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))
             }
+            Leader::Served(worker) => worker.wait(),
         }
     }
 }
@@ -184,6 +192,8 @@ pub struct Finished {
     pub status: Option<ExitStatus>,
     pub out: Capture,
     pub err: Capture,
+    /// The worker that served the call, when it can serve another.
+    pub worker: Option<Worker>,
 }
 
 #[derive(Clone, Copy)]
@@ -273,6 +283,18 @@ impl Proc {
         )
     }
 
+    /// Takes charge of a call that `worker` was handed (with its input):
+    /// its output and its end come over the worker's socket.
+    pub fn serve(worker: Worker, out_cap: usize, err_cap: usize) -> Proc {
+        Proc::with(
+            Leader::Served(worker),
+            [None, None, None],
+            None,
+            (out_cap, err_cap),
+            false,
+        )
+    }
+
     fn with(
         child: Leader,
         [stdin, stdout, stderr]: [Option<OwnedFd>; 3],
@@ -280,13 +302,17 @@ impl Proc {
         (out_cap, err_cap): (usize, usize),
         contained: bool,
     ) -> Proc {
-        let pid = child.id();
+        // A worker's socket says when the call ended.
+        let pidfd = match child {
+            Leader::Served(_) => None,
+            _ => pidfd_open(child.id()),
+        };
         let mut proc = Proc {
             child,
             stdin: stdin.map(File::from),
             input: input.unwrap_or_default(),
             written: 0,
-            pidfd: pidfd_open(pid),
+            pidfd,
             stdout: stdout.map(File::from),
             stderr: stderr.map(File::from),
             out: Capture::new(out_cap),
@@ -368,12 +394,21 @@ impl Proc {
         }
     }
 
+    /// What polls readable when the call ends: the pidfd of its process,
+    /// or its worker's socket.
+    fn exit_fd(&self) -> Option<RawFd> {
+        match &self.child {
+            Leader::Served(worker) => Some(worker.fd()),
+            _ => self.pidfd.as_ref().map(AsRawFd::as_raw_fd),
+        }
+    }
+
     /// When this process needs looking at even if no pipe is ready.
     fn wake_at(&self, now: Instant) -> Option<Instant> {
         // With a pidfd the exit itself wakes the poll; without, look often
         // once the pipes are closed (the exit is imminent), now and then
         // while they are open.
-        let look = match (self.status, &self.pidfd) {
+        let look = match (self.status, self.exit_fd()) {
             (Some(_), _) | (None, Some(_)) => None,
             (None, None) if !self.pipes_open() => Some(now + REAP_POLL),
             (None, None) => Some(now + EXIT_POLL),
@@ -407,8 +442,8 @@ impl Proc {
         if let Some(p) = &self.stderr {
             add(p.as_raw_fd(), libc::POLLIN, Pipe::Err);
         }
-        if let (Some(fd), None) = (&self.pidfd, self.status) {
-            add(fd.as_raw_fd(), libc::POLLIN, Pipe::Exit);
+        if let (Some(fd), None) = (self.exit_fd(), self.status) {
+            add(fd, libc::POLLIN, Pipe::Exit);
         }
     }
 
@@ -425,8 +460,38 @@ impl Proc {
                     self.stderr = None;
                 }
             }
-            // Reaped right after, with every process.
-            Pipe::Exit => {}
+            Pipe::Exit => self.hear(buf),
+        }
+    }
+
+    /// Reads what a worker's call said: its output, and how it ended. (A
+    /// process's exit is reaped right after, in `reap`.)
+    fn hear(&mut self, buf: &mut [u8]) {
+        let Leader::Served(worker) = &mut self.child else {
+            return;
+        };
+        // A bounded number, as in `drain`.
+        for _ in 0..16 {
+            match worker.next(buf) {
+                Said::Out(data) => {
+                    self.out.push(data);
+                    if let Some(watch) = &mut self.watch {
+                        watch(data);
+                    }
+                }
+                Said::Err(data) => {
+                    self.err.push(data);
+                    if let Some(watch) = &mut self.watch {
+                        watch(data);
+                    }
+                }
+                Said::Ended(status) => {
+                    self.status = Some(status);
+                    self.exited_at = Some(Instant::now());
+                    return;
+                }
+                Said::Nothing => return,
+            }
         }
     }
 
@@ -457,6 +522,12 @@ impl Proc {
     /// outlive the call, and while the leader is an unreaped zombie its pid,
     /// the group's id, cannot name anyone else's processes.
     fn reap(&mut self) {
+        if let Leader::Served(_) = self.child {
+            // A call served by a worker started no process (the worker's
+            // filter refuses them): there is no group to kill, and its end
+            // is read with its output (`service`).
+            return;
+        }
         if self.status.is_none() {
             match leader_exited(self.child.id()) {
                 Some(false) => return,
@@ -487,13 +558,18 @@ impl Proc {
                 self.kill_group();
             }
             self.status = self.child.wait().ok();
-        } else {
+        } else if !matches!(self.child, Leader::Served(_)) {
             self.kill_group();
         }
+        let worker = match self.child {
+            Leader::Served(worker) if !worker.spent() => Some(worker),
+            _ => None,
+        };
         Finished {
             status: self.status,
             out: self.out,
             err: self.err,
+            worker,
         }
     }
 }
@@ -610,12 +686,19 @@ pub fn step(procs: &mut [&mut Proc], until: Instant) {
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if ready > 0 {
-            let mut buf = vec![0u8; CHUNK];
-            for (fd, &(i, pipe)) in fds.iter().zip(&map) {
-                if fd.revents != 0 {
-                    procs[i].service(pipe, fd.revents, &mut buf);
-                }
+            // One buffer per thread, not one zeroed per round: a small call
+            // takes several rounds.
+            thread_local! {
+                static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
             }
+            BUF.with_borrow_mut(|buf| {
+                buf.resize(CHUNK, 0);
+                for (fd, &(i, pipe)) in fds.iter().zip(&map) {
+                    if fd.revents != 0 {
+                        procs[i].service(pipe, fd.revents, buf);
+                    }
+                }
+            });
         }
     }
     for p in procs.iter_mut() {

@@ -31,6 +31,7 @@ pub mod registry;
 pub mod schema;
 pub mod settings;
 pub mod signals;
+mod spawned;
 pub mod text;
 
 use cli::{CallCommand, Ikigai, SandboxAction, Subcommand, ToolsCommand};

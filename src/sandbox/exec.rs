@@ -24,10 +24,11 @@
 //! `--best-effort`, a fence the kernel cannot build is an error (exit 125)
 //! and the program does not run: a call never runs unsandboxed silently.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use super::{landlock, seccomp, Fence, Mode};
 
@@ -67,11 +68,26 @@ pub fn arguments(fence: &Fence, best_effort: bool) -> Vec<OsString> {
 }
 
 pub fn parse(args: &[OsString]) -> Result<Request, String> {
+    let mut it = args.iter();
+    let (fence, best_effort) = parse_fence(&mut it)?;
+    let program = it.next().ok_or("no program after --")?.clone();
+    Ok(Request {
+        fence,
+        best_effort,
+        program,
+        args: it.cloned().collect(),
+    })
+}
+
+/// The fence options, up to and including `--` (as `arguments` makes
+/// them), and whether it is built best-effort.
+pub fn parse_fence<'a>(
+    it: &mut impl Iterator<Item = &'a OsString>,
+) -> Result<(Fence, bool), String> {
     let mut mode = None;
     let mut writable = Vec::new();
     let mut network = false;
     let mut best_effort = false;
-    let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.to_str() {
             Some("--mode") => {
@@ -85,17 +101,12 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
             Some("--network") => network = true,
             Some("--best-effort") => best_effort = true,
             Some("--") => {
-                let program = it.next().ok_or("no program after --")?.clone();
-                return Ok(Request {
-                    fence: Fence {
-                        mode: mode.unwrap_or(Mode::WorkspaceWrite),
-                        writable,
-                        network,
-                    },
-                    best_effort,
-                    program,
-                    args: it.cloned().collect(),
-                });
+                let fence = Fence {
+                    mode: mode.unwrap_or(Mode::WorkspaceWrite),
+                    writable,
+                    network,
+                };
+                return Ok((fence, best_effort));
             }
             _ => {
                 return Err(format!(
@@ -173,7 +184,7 @@ pub(super) fn prepare(host: libc::pid_t) -> Result<Signals, ExitCode> {
 /// In the tool's process (forked, fenced): becomes the tool, our own
 /// in this very process, any other by exec.
 pub(super) fn run_tool(request: &Request) -> ExitCode {
-    if let Some((tool, rest)) = own_tool(request) {
+    if let Some((tool, rest)) = own_tool(&request.program, &request.args) {
         return crate::runner::run(tool, &rest);
     }
     match c_strings(request) {
@@ -221,18 +232,34 @@ fn c_strings(request: &Request) -> Result<Vec<CString>, String> {
         .collect()
 }
 
-/// Our own tool, when `request.program` is this executable (the same
-/// file, usually through a link named after the tool): the tool and its
+/// Our own tool, when `program` is this executable (the same file,
+/// usually through a link named after the tool): the tool and its
 /// arguments, as dispatch reads them from the program's name.
-fn own_tool(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
+pub(super) fn own_tool(
+    program: &OsStr,
+    args: &[OsString],
+) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
     use std::os::unix::fs::MetadataExt;
-    let me = std::fs::metadata("/proc/self/exe").ok()?;
-    let program = std::fs::metadata(&request.program).ok()?;
-    if (me.dev(), me.ino()) != (program.dev(), program.ino()) {
+    static ME: OnceLock<Option<(u64, u64)>> = OnceLock::new();
+    let me = *ME.get_or_init(|| {
+        let me = std::fs::metadata("/proc/self/exe").ok()?;
+        Some((me.dev(), me.ino()))
+    });
+    let program_file = std::fs::metadata(program).ok()?;
+    if me? != (program_file.dev(), program_file.ino()) {
         return None;
     }
-    let argv = std::iter::once(request.program.clone())
-        .chain(request.args.iter().cloned())
+    tool_named(program, args)
+}
+
+/// The tool and its arguments that dispatch reads from `program`'s name,
+/// when it names one of ours.
+pub(super) fn tool_named(
+    program: &OsStr,
+    args: &[OsString],
+) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
+    let argv = std::iter::once(program.to_os_string())
+        .chain(args.iter().cloned())
         .collect();
     match crate::dispatch::resolve(argv) {
         crate::dispatch::Personality::Tool(tool, rest) => Some((tool, rest)),

@@ -13,6 +13,8 @@
 //!   containment process: no process the tool starts outlives the call.
 //! - `spawner`: a process the host starts once, which forks the containment
 //!   process of each call instead of the host exec'ing `sandbox-exec` anew.
+//! - `worker`: a process the spawner makes, fenced once, that runs the calls
+//!   of our tools that start no process, one after another.
 //! - `secrets`: the environment a tool gets, without the host's keys.
 //!
 //! Everything here is the tool's side of the fence; the host decides the
@@ -23,6 +25,7 @@ pub mod landlock;
 pub mod seccomp;
 pub mod secrets;
 pub mod spawner;
+pub mod worker;
 
 use std::fmt;
 use std::path::PathBuf;

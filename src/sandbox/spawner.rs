@@ -36,14 +36,15 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 
-use super::exec;
+use super::worker::{self, Worker};
+use super::{exec, Fence};
 
 /// The personality's name, as the first argument of `ikigai-tools`.
 pub const NAME: &str = "sandbox-spawner";
 
 /// The largest request, in bytes (the socket's buffers are sized for it):
 /// the fence, the program and its arguments, the environment.
-const MAX_REQUEST: usize = 256 * 1024;
+pub(super) const MAX_REQUEST: usize = 256 * 1024;
 
 /// How long the host waits for the spawner's answer to one request (it
 /// takes well under a millisecond).
@@ -80,11 +81,7 @@ impl Spawner {
             .spawn()?;
         // A spawner that stopped answering (stopped, stuck) fails the call
         // in hand instead of holding every call of the host forever.
-        let wait = libc::timeval {
-            tv_sec: ANSWER_WITHIN.as_secs() as libc::time_t,
-            tv_usec: 0,
-        };
-        set_option(&ours, libc::SO_RCVTIMEO, &wait);
+        set_option(&ours, libc::SO_RCVTIMEO, &answer_within());
         Ok(Spawner {
             socket: ours,
             process,
@@ -104,6 +101,27 @@ impl Spawner {
     ) -> Result<libc::pid_t, Failure> {
         let request = encode(cwd, args, env).ok_or(Failure::Refused)?;
         send_with_fds(self.socket.as_raw_fd(), &request, &stdio).map_err(|_| Failure::Gone)?;
+        self.answer()
+    }
+
+    /// Has a worker made (docs/sandbox.md), fenced as `fence_args` say (the
+    /// options of `sandbox-exec` up to `--`, which hold `fence`), and
+    /// returns it once it is ready. The worker is the caller's child.
+    pub fn worker(&mut self, fence_args: &[OsString], fence: Fence) -> Result<Worker, Failure> {
+        let request = encode(Path::new("/"), fence_args, &[]).ok_or(Failure::Refused)?;
+        let (ours, theirs) = socket_pair().map_err(|_| Failure::Refused)?;
+        send_with_fds(self.socket.as_raw_fd(), &request, &[theirs.as_raw_fd()])
+            .map_err(|_| Failure::Gone)?;
+        drop(theirs);
+        let pid = self.answer()?;
+        set_option(&ours, libc::SO_RCVTIMEO, &answer_within());
+        // A worker that could not fence itself ends instead of being
+        // ready; reaped as it is dropped.
+        Worker::ready(ours, pid, fence).map_err(|_| Failure::Refused)
+    }
+
+    /// The spawner's answer to a request: the pid of what it made.
+    fn answer(&mut self) -> Result<libc::pid_t, Failure> {
         let mut answer = [0u8; 4];
         loop {
             // SAFETY: reads into a buffer of the length given.
@@ -126,6 +144,13 @@ impl Spawner {
             pid if pid > 0 => Ok(pid),
             _errno => Err(Failure::Refused),
         }
+    }
+}
+
+fn answer_within() -> libc::timeval {
+    libc::timeval {
+        tv_sec: ANSWER_WITHIN.as_secs() as libc::time_t,
+        tv_usec: 0,
     }
 }
 
@@ -190,7 +215,21 @@ pub fn main(args: &[OsString]) -> ExitCode {
                 return ExitCode::from(exec::SETUP_FAILED);
             }
         };
-        let answer = if fds.len() != 3 || decode(&buf[..len]).is_none() {
+        let request = decode(&buf[..len]);
+        let answer = if let (1, Some(request)) = (fds.len(), &request) {
+            // A request with one descriptor asks for a worker, to serve on it.
+            match fork_for_host() {
+                Ok(0) => {
+                    let socket = fds[0].as_raw_fd();
+                    close_all_but(socket);
+                    // Exits here: what this process held as the spawner
+                    // (closed just now) is never dropped.
+                    std::process::exit(worker::serve(socket, &request.args, host));
+                }
+                Ok(pid) => pid,
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            }
+        } else if fds.len() != 3 || request.is_none() {
             -libc::EINVAL
         } else {
             // A spare that could not be made, or whose tool process died
@@ -214,13 +253,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
                     },
                 };
                 let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
-                if send_with_fds(
-                    current.socket.as_raw_fd(),
-                    &buf[..len],
-                    &[raw[0], raw[1], raw[2]],
-                )
-                .is_ok()
-                {
+                if send_with_fds(current.socket.as_raw_fd(), &buf[..len], &raw).is_ok() {
                     answer = current.containment;
                     break;
                 }
@@ -311,7 +344,7 @@ impl Spare {
 }
 
 /// Closes every descriptor above 2 except `keep`.
-fn close_all_but(keep: RawFd) {
+pub(super) fn close_all_but(keep: RawFd) {
     let keep = keep as libc::c_uint;
     // SAFETY: close_range(2) closes descriptors of this process only; none
     // of those it closes is used again (the spawner's are its parent's).
@@ -412,10 +445,10 @@ fn tool_side(socket: &OwnedFd) -> ExitCode {
 }
 
 /// One decoded request.
-struct Request {
-    cwd: OsString,
-    args: Vec<OsString>,
-    env: Vec<OsString>,
+pub(super) struct Request {
+    pub cwd: OsString,
+    pub args: Vec<OsString>,
+    pub env: Vec<OsString>,
 }
 
 /// Forks a child whose parent is the host (`CLONE_PARENT`): 0 in the
@@ -448,7 +481,11 @@ fn exec_failure(what: &str) -> ExitCode {
 }
 
 /// The request's bytes, or None when it holds a NUL or does not fit.
-fn encode(cwd: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Option<Vec<u8>> {
+pub(super) fn encode(
+    cwd: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(4096);
     let mut put = |part: &[u8]| -> Option<()> {
         if part.contains(&0) {
@@ -476,7 +513,7 @@ fn encode(cwd: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Option
     (out.len() <= MAX_REQUEST).then_some(out)
 }
 
-fn decode(bytes: &[u8]) -> Option<Request> {
+pub(super) fn decode(bytes: &[u8]) -> Option<Request> {
     let body = bytes.strip_suffix(&[0])?;
     let mut parts = body
         .split(|&b| b == 0)
@@ -494,7 +531,7 @@ fn decode(bytes: &[u8]) -> Option<Request> {
     })
 }
 
-fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: socketpair fills the two-element array on success.
     let r = unsafe {
@@ -536,7 +573,7 @@ fn set_option<T>(socket: &OwnedFd, option: libc::c_int, value: &T) {
 /// Room for the control message carrying three descriptors.
 const CONTROL_LEN: usize = 64;
 
-fn send_with_fds(socket: RawFd, data: &[u8], fds: &[RawFd; 3]) -> io::Result<()> {
+pub(super) fn send_with_fds(socket: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
     let mut control = [0u8; CONTROL_LEN];
     let mut iov = libc::iovec {
         iov_base: data.as_ptr() as *mut libc::c_void,
@@ -555,7 +592,11 @@ fn send_with_fds(socket: RawFd, data: &[u8], fds: &[RawFd; 3]) -> io::Result<()>
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
         (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
-        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast::<RawFd>(), 3);
+        std::ptr::copy_nonoverlapping(
+            fds.as_ptr(),
+            libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+            fds.len(),
+        );
         loop {
             let n = libc::sendmsg(socket, &msg, libc::MSG_NOSIGNAL);
             if n >= 0 {
@@ -570,7 +611,7 @@ fn send_with_fds(socket: RawFd, data: &[u8], fds: &[RawFd; 3]) -> io::Result<()>
 }
 
 /// One message and the descriptors it carried; None at end of file.
-fn receive(socket: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Vec<OwnedFd>)>> {
+pub(super) fn receive(socket: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Vec<OwnedFd>)>> {
     let mut control = [0u8; CONTROL_LEN];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),

@@ -65,6 +65,9 @@ impl Tool for Bash {
     fn schema(&self) -> &'static str {
         SCHEMA
     }
+    fn starts_processes(&self) -> bool {
+        true
+    }
 
     fn execute(&self, args: &Map<String, Value>, env: &Env) -> Result<Value, ToolError> {
         let Args { command } = args::typed(args)?;
