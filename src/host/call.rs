@@ -7,7 +7,10 @@
 //!
 //! The tool runs inside `ikigai-tools sandbox-exec` (our own executable,
 //! again): fenced in as the settings say, with the host's environment less
-//! its secrets, and contained, so nothing it starts outlives the call.
+//! its secrets, and contained, so nothing it starts outlives the call. A
+//! host that makes many calls has these processes forked by the sandbox's
+//! spawner, and the calls of our tools that start no process served by a
+//! fenced worker (`spawned`, docs/sandbox.md).
 
 use std::ffi::OsString;
 use std::path::Path;
