@@ -307,6 +307,14 @@ pub(super) fn serve(socket: RawFd, fence_args: &[OsString], host: libc::pid_t) -
     if send(socket, &ready).is_err() {
         return 0;
     }
+    // A tool that panics ends its worker as it would end its own process:
+    // the message on the call's stderr, exit code 101. (Ended here, not
+    // unwound: the spawner's frames below hold descriptors closed since.)
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = send(socket, format!("e{info}\n").as_bytes());
+        // SAFETY: _exit ends the process at once, as intended.
+        unsafe { libc::_exit(101) }
+    }));
     let mut buf = vec![0u8; spawner::MAX_REQUEST];
     // The environment of the last call: most calls bring the same one.
     let mut last_env: Option<(Vec<u8>, Env)> = None;
