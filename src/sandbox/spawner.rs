@@ -28,6 +28,11 @@
 //! minus an errno (the call was not taken), as four little-endian bytes. A
 //! request that does not fit in one message is never sent, and the host
 //! starts `sandbox-exec` the old way.
+//!
+//! A request with one descriptor instead of three asks for a worker
+//! (`worker`): its arguments are the fence's (`sandbox-exec`'s options up
+//! to `--`), the descriptor a socket the worker serves on. The spawner
+//! forks it, as the host's child too, and answers its pid.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
