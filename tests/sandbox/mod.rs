@@ -855,3 +855,5 @@ fn sandbox_check_says_what_the_kernel_supports() {
         assert!(out.stdout.contains(&format!("  {mode}")), "{}", out.stdout);
     }
 }
+
+mod worker;
