@@ -719,26 +719,32 @@ fn the_spawner_and_its_spare_call_end_with_their_host() {
     );
 }
 
-#[test]
-fn a_killed_spawner_is_replaced_and_calls_go_on() {
-    let w = World::new();
-    let (mut server, mut call) = mcp_server(&w, &[]);
-    assert_eq!(call("echo one"), "one");
-    // The spawner: the server's child by that name (the containment
-    // process it made in advance is the server's child too).
-    let spawner = |server: i32| -> Vec<i32> {
+/// The spawners among the server's children, by name. A process a spawner
+/// has just forked bears its name for a moment, until it names itself:
+/// the list is taken once there is one (or after 20 s, whatever it is).
+fn spawners(server: i32) -> Vec<i32> {
+    let list = || -> Vec<i32> {
         children_of(server)
             .into_iter()
             .filter(|(_, name)| name == "ikigai-spawner")
             .map(|(pid, _)| pid)
             .collect()
     };
-    let first = spawner(server.id() as i32);
+    crate::mcp::eventually(|| list().len() == 1);
+    list()
+}
+
+#[test]
+fn a_killed_spawner_is_replaced_and_calls_go_on() {
+    let w = World::new();
+    let (mut server, mut call) = mcp_server(&w, &[]);
+    assert_eq!(call("echo one"), "one");
+    let first = spawners(server.id() as i32);
     assert_eq!(first.len(), 1, "one spawner: {first:?}");
     drop(Pid(first[0]));
     assert!(crate::mcp::eventually(|| !crate::mcp::alive(first[0])));
     assert_eq!(call("echo two"), "two");
-    let second = spawner(server.id() as i32);
+    let second = spawners(server.id() as i32);
     assert!(second.len() == 1 && second != first, "{first:?} {second:?}");
     server.kill().unwrap();
     server.wait().unwrap();
@@ -774,11 +780,7 @@ fn a_spawner_that_stops_answering_fails_one_call_and_is_replaced() {
     let w = World::new();
     let (mut server, mut call) = mcp_server(&w, &[]);
     assert_eq!(call("echo one"), "one");
-    let stuck: Vec<i32> = children_of(server.id() as i32)
-        .into_iter()
-        .filter(|(_, name)| name == "ikigai-spawner")
-        .map(|(pid, _)| pid)
-        .collect();
+    let stuck = spawners(server.id() as i32);
     assert_eq!(stuck.len(), 1, "{stuck:?}");
     // SAFETY: stops the spawner this test's server started.
     unsafe {
