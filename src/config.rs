@@ -49,6 +49,14 @@ pub struct Config {
     pub model_output: Option<usize>,
     /// The model's reply limit, in tokens.
     pub max_output_tokens: Option<u32>,
+    /// The model's context window in tokens, for a model the host does not
+    /// know (decision 62).
+    pub context_window: Option<u32>,
+    /// The fraction of the window at which the conversation is compacted
+    /// (0 turns it off).
+    pub auto_compact: Option<f64>,
+    /// The most bytes of project instructions (`AGENTS.md`) in the prompt.
+    pub instructions_max_bytes: Option<usize>,
     /// `[tools.NAME]`: per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolConfig>,
 }
@@ -95,6 +103,9 @@ struct Raw {
     add_dirs: Vec<PathBuf>,
     model_output: Option<Size>,
     max_output_tokens: Option<Positive>,
+    context_window: Option<Positive>,
+    auto_compact: Option<Fraction>,
+    instructions_max_bytes: Option<Size>,
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
 }
@@ -141,6 +152,34 @@ impl<'de> Deserialize<'de> for Positive {
                 u32::MAX
             ))),
         }
+    }
+}
+
+/// A number from 0 to 1 (`auto_compact`).
+struct Fraction(f64);
+
+impl<'de> Deserialize<'de> for Fraction {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Fraction, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Fraction;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a fraction from 0 to 1 (0.85; 0 turns it off)")
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Fraction, E> {
+                if (0.0..=1.0).contains(&n) {
+                    Ok(Fraction(n))
+                } else {
+                    Err(E::custom(format!(
+                        "{n} is out of range: expected a fraction from 0 to 1 (0 turns it off)"
+                    )))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Fraction, E> {
+                self.visit_f64(n as f64)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -227,6 +266,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         add_dirs: raw.add_dirs,
         model_output: raw.model_output.map(|s| s.0),
         max_output_tokens: raw.max_output_tokens.map(|p| p.0),
+        context_window: raw.context_window.map(|p| p.0),
+        auto_compact: raw.auto_compact.map(|f| f.0),
+        instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
     })
 }
@@ -289,6 +331,9 @@ deny = ["bash(rm *)"]
 add_dirs = ["/data", "../other"]
 model_output = "64K"
 max_output_tokens = 4096
+context_window = 32000
+auto_compact = 0.7
+instructions_max_bytes = "16K"
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
@@ -319,6 +364,15 @@ env = ["GITHUB_TOKEN"]
         );
         assert_eq!(c.model_output, Some(64 << 10));
         assert_eq!(c.max_output_tokens, Some(4096));
+        assert_eq!(c.context_window, Some(32000));
+        assert_eq!(c.auto_compact, Some(0.7));
+        assert_eq!(c.instructions_max_bytes, Some(16 << 10));
+        assert_eq!(
+            parse("auto_compact = 0\n", Path::new("x"))
+                .unwrap()
+                .auto_compact,
+            Some(0.0)
+        );
         assert_eq!(c.tools["bash"].env, ["GITHUB_TOKEN"]);
         assert_eq!(c.path.as_deref(), Some(Path::new("/c/config.toml")));
         let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
@@ -388,6 +442,24 @@ env = ["GITHUB_TOKEN"]
                 "invalid type: string",
             ),
             ("tools = 3\n", 1, "tools", "invalid type: integer"),
+            (
+                "auto_compact = 1.5\n",
+                1,
+                "auto_compact",
+                "1.5 is out of range",
+            ),
+            (
+                "auto_compact = \"85%\"\n",
+                1,
+                "auto_compact",
+                "a fraction from 0 to 1",
+            ),
+            (
+                "context_window = 0\n",
+                1,
+                "context_window",
+                "0 is out of range",
+            ),
         ] {
             let e = err(text);
             let head = format!("/c/config.toml, line {line}, key '{key}': ");

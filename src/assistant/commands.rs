@@ -107,6 +107,16 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("resume", "/resume ID", "Continue a session from /sessions"),
     ("cost", "/cost", "Tokens used and their cost since start"),
+    (
+        "context",
+        "/context",
+        "What the system prompt holds (guidance, environment, AGENTS.md files) and the window in use",
+    ),
+    (
+        "init",
+        "/init",
+        "Have the model write an AGENTS.md for this repository (build, test, what to avoid)",
+    ),
 ];
 
 /// Every command name, for suggestions.

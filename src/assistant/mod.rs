@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
-use self::conversation::{system_prompt, Conversation, ToolHost, TurnEnd};
+use self::context::{Context, Setup};
+use self::conversation::{Conversation, ToolHost, TurnEnd};
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
@@ -23,6 +24,7 @@ use crate::tool::Env;
 
 pub mod approval;
 pub mod commands;
+pub mod context;
 pub mod conversation;
 pub mod cost;
 pub mod for_model;
@@ -53,6 +55,13 @@ pub struct Options {
     pub max_output_tokens: Option<u64>,
     /// How calls are approved and how much of each the model sees.
     pub policy: Policy,
+    /// The sandbox as the system prompt states it (decision 60).
+    pub sandbox: String,
+    /// Config's `context_window`, `auto_compact` and
+    /// `instructions_max_bytes` (decisions 61 and 62).
+    pub context_window: Option<u64>,
+    pub auto_compact: Option<f64>,
+    pub instructions_max_bytes: Option<usize>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -147,6 +156,10 @@ pub fn main(
                 .flatten()
         }),
         policy,
+        sandbox: sandbox_words(&settings.sandbox),
+        context_window: config.context_window.map(u64::from),
+        auto_compact: config.auto_compact,
+        instructions_max_bytes: config.instructions_max_bytes,
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -179,23 +192,59 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     for warning in &choice.warnings {
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
     }
-    let context_dir = env
-        .var("IKIGAI_CONTEXT_DIR")
-        .map(PathBuf::from)
-        .or_else(|| env.home().map(|h| h.join(".ikigai").join("context")));
-    let (system, warnings) = system_prompt(context_dir.as_deref());
+    let mode = options.policy.approval.unwrap_or_else(Mode::default_here);
+    // A resumed session is opened first: its prompt states the environment
+    // it stated before, and the model is told what changed (decision 60).
+    let resumed = match (sessions_dir(&env), &options.resume) {
+        (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {
+            Ok(found) => Some(found),
+            Err(e) => {
+                eprintln!("ikigai: {e:#}");
+                return ExitCode::from(exit::FAILURE);
+            }
+        },
+        (None, Some(_)) => {
+            eprintln!("ikigai: cannot resume: neither XDG_DATA_HOME nor HOME is set");
+            return ExitCode::from(exit::FAILURE);
+        }
+        _ => None,
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let setup = Setup {
+        cwd: cwd.clone(),
+        shell: env.var("SHELL").map(str::to_string),
+        sandbox: options.sandbox.clone(),
+        approval: approval_words(mode),
+        model: match &choice.client {
+            Ok(c) => format!("{} {}", c.provider(), c.model()),
+            Err(_) => "none configured".into(),
+        },
+        personal: env.config_dir().map(|d| d.join("AGENTS.md")),
+        instructions_max_bytes: options
+            .instructions_max_bytes
+            .unwrap_or(context::instructions::DEFAULT_MAX_BYTES),
+        modules: env
+            .var("IKIGAI_CONTEXT_DIR")
+            .map(PathBuf::from)
+            .or_else(|| env.home().map(|h| h.join(".ikigai").join("context"))),
+        stated: resumed
+            .as_ref()
+            .and_then(|(session, _)| session.environment()),
+    };
+    let (context, warnings) = Context::build(&setup);
     for warning in &warnings {
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
     }
+    let files_line = context.files_line(&cwd);
 
-    let mode = options.policy.approval.unwrap_or_else(Mode::default_here);
     // Answers are read from stdin: without a terminal there, nobody is asked.
     let prompter = std::io::stdin()
         .is_terminal()
         .then(|| Box::new(TerminalPrompter::new()) as Box<dyn Prompter>);
     let approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
-    let mut conversation = Conversation::new(choice.client, system, options.max_tool_rounds)
+    let mut conversation = Conversation::new(choice.client, context, options.max_tool_rounds)
         .with_approval(approval)
+        .with_window(options.context_window, options.auto_compact)
         .with_model_output(
             options
                 .policy
@@ -205,37 +254,30 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     if options.prompt.is_some() {
         conversation = conversation.one_shot();
     }
-    let mut resumed = false;
-    match (sessions_dir(&env), &options.resume) {
+    let mut was_resumed = false;
+    match (sessions_dir(&env), resumed) {
+        (Some(_), Some((session, history))) => {
+            eprintln!(
+                "{}",
+                style.dim(&format!(
+                    "Resumed session {} ({} messages).",
+                    session.id(),
+                    history.len()
+                ))
+            );
+            conversation = conversation.with_history(history).with_session(session);
+            was_resumed = true;
+        }
         (Some(dir), None) => conversation = conversation.with_new_session(dir),
-        (Some(dir), Some(id)) => match Session::resume(&dir, id.as_deref()) {
-            Ok((session, history)) => {
-                eprintln!(
-                    "{}",
-                    style.dim(&format!(
-                        "Resumed session {} ({} messages).",
-                        session.id(),
-                        history.len()
-                    ))
-                );
-                conversation = conversation.with_history(history).with_session(session);
-                resumed = true;
-            }
-            Err(e) => {
-                eprintln!("ikigai: {e:#}");
-                return ExitCode::from(exit::FAILURE);
-            }
-        },
-        (None, None) => eprintln!(
+        (None, _) => eprintln!(
             "{}",
             style.dim_yellow(
                 "warning: neither XDG_DATA_HOME nor HOME is set: this session is not logged"
             )
         ),
-        (None, Some(_)) => {
-            eprintln!("ikigai: cannot resume: neither XDG_DATA_HOME nor HOME is set");
-            return ExitCode::from(exit::FAILURE);
-        }
+    }
+    if let Some(line) = &files_line {
+        eprintln!("{}", style.dim(line));
     }
 
     // Ctrl-C stops one message; SIGTERM and SIGHUP end the assistant.
@@ -271,7 +313,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         .map(|id| format!(" · session {id}"))
         .unwrap_or_default();
     eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
-    if resumed {
+    if was_resumed {
         terminal::show_history(conversation.messages(), terminal::EXCHANGES_SHOWN);
     }
     eprintln!(
@@ -287,5 +329,45 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             eprintln!("ikigai: {e:#}");
             ExitCode::from(exit::FAILURE)
         }
+    }
+}
+
+/// The sandbox as the environment block states it: the mode, where tools
+/// may write, and the network.
+fn sandbox_words(sandbox: &crate::host::settings::SandboxSettings) -> String {
+    use crate::sandbox::Mode as Sandbox;
+    let network = if sandbox.network {
+        "network on"
+    } else {
+        "network off (web tools excepted)"
+    };
+    let mut words = match sandbox.mode {
+        Sandbox::Off => "off: tools run unconfined".to_string(),
+        Sandbox::ReadOnly => format!("read-only: tools write nowhere; {network}"),
+        Sandbox::WorkspaceWrite => {
+            let dirs: Vec<String> = sandbox
+                .writable()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            format!(
+                "workspace-write: tools write only under {}; {network}",
+                dirs.join(", ")
+            )
+        }
+    };
+    if let Some(why) = &sandbox.unavailable {
+        words += &format!(" (not enforced here: {why}; calls that may write are asked)");
+    }
+    words
+}
+
+/// The approval mode as the environment block states it.
+fn approval_words(mode: Mode) -> String {
+    match mode {
+        Mode::Ask => "ask: calls that may change something wait for the user's yes; read-only \
+                      and allowed calls run at once"
+            .into(),
+        Mode::Auto => "auto: every call runs without asking unless a deny rule refuses it".into(),
     }
 }

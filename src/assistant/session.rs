@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::context::environment::Environment;
 use super::model::{Message, ToolCall, ToolResult};
 use crate::host::envelope::{Envelope, Failure};
 use crate::tool::Env;
@@ -33,6 +34,10 @@ pub enum Entry {
         /// directory's own sessions).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// The environment block the system prompt stated, so a resumed
+        /// session keeps its prompt and is told what changed (decision 60).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        environment: Option<Environment>,
     },
     User {
         text: String,
@@ -56,11 +61,24 @@ pub enum Entry {
     Notice {
         text: String,
     },
-    /// `/compact`: the conversation before this line is replaced by this
-    /// request and the model's summary.
+    /// `/compact` as older versions wrote it: the conversation before this
+    /// line is replaced by this request and the model's summary.
     Compact {
         request: String,
         summary: String,
+    },
+    /// A tool call's envelope gave way to this stub to save context
+    /// (decision 62); the envelope itself is in its ToolResult line above.
+    Pruned {
+        call_id: String,
+        envelope: Value,
+    },
+    /// The conversation before this line was summarised: `history` replaces
+    /// it, and went from about `tokens_before` to `tokens_after` tokens.
+    Compacted {
+        history: Vec<Message>,
+        tokens_before: u64,
+        tokens_after: u64,
     },
 }
 
@@ -165,6 +183,19 @@ impl Session {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The environment the session's prompt last stated (its latest start
+    /// line that recorded one).
+    pub fn environment(&self) -> Option<Environment> {
+        read_entries(&self.path)
+            .ok()?
+            .into_iter()
+            .rev()
+            .find_map(|e| match e {
+                Entry::Start { environment, .. } => environment,
+                _ => None,
+            })
     }
 
     pub fn path(&self) -> &Path {
@@ -359,6 +390,26 @@ pub fn replay(entries: &[Entry]) -> Vec<Message> {
                     },
                 ];
             }
+            Entry::Pruned { call_id, envelope } => {
+                let result = messages
+                    .iter_mut()
+                    .rev()
+                    .filter_map(|m| match m {
+                        Message::Tool { results } => Some(results),
+                        _ => None,
+                    })
+                    .flat_map(|results| results.iter_mut())
+                    .chain(results.iter_mut())
+                    .find(|r| r.call_id == *call_id);
+                if let Some(result) = result {
+                    result.envelope = envelope.clone();
+                }
+            }
+            Entry::Compacted { history, .. } => {
+                open_calls.clear();
+                results.clear();
+                messages = history.clone();
+            }
             Entry::Start { .. } | Entry::Notice { .. } => {}
         }
     }
@@ -419,6 +470,7 @@ mod tests {
                 provider: "stub".into(),
                 model: "stub".into(),
                 cwd: None,
+                environment: None,
             },
             Entry::User { text: "hi".into() },
             Entry::Assistant {
@@ -526,6 +578,7 @@ mod tests {
             provider: "stub".into(),
             model: "stub".into(),
             cwd: Some(cwd.into()),
+            environment: None,
         };
         let mut old = Session::create(dir.path()).unwrap();
         old.append(&start("/work")).unwrap();

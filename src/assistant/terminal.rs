@@ -280,16 +280,21 @@ impl TermUi {
         }
     }
 
-    /// After a message: its tokens and their cost, when the provider said.
-    fn status(&mut self, model: Option<&str>) {
+    /// After a message: its tokens counted for `/cost`, and shown with
+    /// their cost (when the provider said) at an interactive prompt.
+    fn status(&mut self, model: Option<&str>, mode: Mode) {
         let Some(turn) = self.turn.take() else {
             return;
         };
         let model = model.unwrap_or("");
         let cost = self.meter.add(model, turn);
+        if mode != Mode::Interactive {
+            return;
+        }
         let mut text = format!(
-            "{} in · {} out",
+            "{} in{} · {} out",
             cost::count(turn.input_tokens),
+            cost::cached_words(turn),
             cost::count(turn.output_tokens)
         );
         if let Some(cost) = cost {
@@ -420,6 +425,8 @@ impl Ui for TermUi {
         let turn = self.turn.get_or_insert_with(Usage::default);
         turn.input_tokens += usage.input_tokens;
         turn.output_tokens += usage.output_tokens;
+        turn.cached_input_tokens += usage.cached_input_tokens;
+        turn.cache_write_tokens += usage.cache_write_tokens;
     }
 
     fn event(&mut self, event: &Value) {
@@ -476,10 +483,8 @@ fn handle(
             None => (body, ""),
         };
         if CONVERSATION_COMMANDS.iter().any(|c| c.0 == name) {
-            let end = conversation_command(name, args, conversation, ui);
-            if mode == Mode::Interactive {
-                ui.status(conversation.client().map(|c| c.model()));
-            }
+            let end = conversation_command(name, args, conversation, host, ui);
+            ui.status(conversation.client().map(|c| c.model()), mode);
             return Step::Continue(end);
         }
         return if commands.run(line) {
@@ -489,9 +494,7 @@ fn handle(
         };
     }
     let end = signals::guarded(|cancel| conversation.send(line, host, ui, cancel));
-    if mode == Mode::Interactive {
-        ui.status(conversation.client().map(|c| c.model()));
-    }
+    ui.status(conversation.client().map(|c| c.model()), mode);
     signals::end_if_signalled();
     Step::Continue(Some(end))
 }
@@ -501,12 +504,14 @@ enum Step {
     Leave,
 }
 
-/// `/clear`, `/compact`, `/model`, `/sessions`, `/resume`, `/cost`. Some
-/// end when the command could fail (so a script sees it in the exit code).
+/// `/clear`, `/compact`, `/context`, `/init`, `/model`, `/sessions`,
+/// `/resume`, `/cost`. Some end when the command could fail (so a script
+/// sees it in the exit code).
 fn conversation_command(
     name: &str,
     args: &str,
     conversation: &mut Conversation,
+    host: &dyn ToolHost,
     ui: &mut TermUi,
 ) -> Option<TurnEnd> {
     let env = Env::from_process();
@@ -517,7 +522,21 @@ fn conversation_command(
             None
         }
         "compact" => {
-            let end = signals::guarded(|cancel| conversation.compact(ui, cancel));
+            let end = signals::guarded(|cancel| conversation.compact_now(host, ui, cancel));
+            signals::end_if_signalled();
+            Some(end)
+        }
+        "context" => {
+            let (tokens, measured) = conversation.tokens_in_use(host);
+            let report = conversation
+                .context()
+                .report(tokens, &conversation.window(), measured);
+            say(&format!("{report}\n"));
+            None
+        }
+        "init" => {
+            let request = crate::assistant::context::instructions::INIT_REQUEST;
+            let end = signals::guarded(|cancel| conversation.send(request, host, ui, cancel));
             signals::end_if_signalled();
             Some(end)
         }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
+mod context;
 mod policy;
 mod robustness;
 mod terminal;
@@ -75,6 +76,20 @@ fn no_problems(server: &ModelServer, out: &Output) {
         server.api,
         server.problems()
     );
+}
+
+/// The system prompt of a request body, in any of the four formats.
+pub(crate) fn system_text(api: Api, body: &Value) -> String {
+    let text = match api {
+        Api::OpenAi => &body["messages"][0]["content"],
+        Api::Responses => &body["instructions"],
+        Api::Anthropic => match &body["system"] {
+            Value::Array(blocks) => &blocks[0]["text"],
+            other => other,
+        },
+        Api::Google => &body["systemInstruction"]["parts"][0]["text"],
+    };
+    text.as_str().unwrap_or_default().to_string()
 }
 
 /// The user texts the provider received in request `r`, in order.
@@ -368,10 +383,7 @@ fn context_modules_join_the_system_prompt() {
     let server = ModelServer::start(Api::Anthropic, vec![text("ok")]);
     let out = against(&server, home.path()).args(["-p", "hi"]).output();
     no_problems(&server, &out);
-    let system = server.requests()[0].body["system"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let system = system_text(Api::Anthropic, &server.requests()[0].body);
     assert!(
         system.ends_with("\n\n---\n\nFirst module.\n\n---\n\nLater module."),
         "{system}"
@@ -511,7 +523,10 @@ fn ctrl_c_stops_a_hanging_request_and_the_next_message_goes_on() {
     assert_eq!(out.code, 1, "an interrupted message counts as not answered");
     assert_eq!(
         user_texts(Api::OpenAi, &server.requests()[1].body),
-        ["first", "second"]
+        [
+            "first",
+            "[I interrupted your previous reply while you were writing it: it ends where I stopped it.]\n\nsecond"
+        ]
     );
 }
 

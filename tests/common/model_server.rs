@@ -97,6 +97,7 @@ pub struct Recorded {
 pub struct ModelServer {
     pub api: Api,
     port: u16,
+    state: Arc<Mutex<State>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     problems: Arc<Mutex<Vec<String>>>,
 }
@@ -112,11 +113,25 @@ struct State {
     /// The encrypted reasoning issued with the first call of each Responses
     /// reply, by that call's id: it must come back before the call.
     reasoning: HashMap<String, String>,
+    /// Report each request's input tokens as its body's bytes / 4 (else 11).
+    counting: bool,
+    /// The input tokens the reply being built reports.
+    input_tokens: u64,
+    /// Of those, how many each reply says were read from the cache.
+    cached: u64,
 }
 
 impl ModelServer {
     pub fn start(api: Api, script: Vec<Reply>) -> ModelServer {
         Self::serving(api, script, false)
+    }
+
+    /// A server whose replies report input tokens as a quarter of the
+    /// request body's bytes, as a real provider's count would grow.
+    pub fn start_counting(api: Api, script: Vec<Reply>) -> ModelServer {
+        let server = Self::serving(api, script, false);
+        server.state.lock().unwrap().counting = true;
+        server
     }
 
     /// A local OpenAI-compatible server that wants no key: a request that
@@ -138,7 +153,11 @@ impl ModelServer {
             issued: 0,
             keyless,
             reasoning: HashMap::new(),
+            counting: false,
+            input_tokens: 11,
+            cached: 0,
         }));
+        let shared = Arc::clone(&state);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
@@ -154,9 +173,16 @@ impl ModelServer {
         ModelServer {
             api,
             port,
+            state: shared,
             requests,
             problems,
         }
+    }
+
+    /// Every reply from now on says `tokens` of its input came from the
+    /// provider's cache, in the provider's own usage field.
+    pub fn report_cached(&self, tokens: u64) {
+        self.state.lock().unwrap().cached = tokens;
     }
 
     /// The base URL as the provider's variable wants it (decision 12).
@@ -262,6 +288,11 @@ fn serve(
         );
     };
     state.next += 1;
+    state.input_tokens = if state.counting {
+        recorded.body.to_string().len() as u64 / 4
+    } else {
+        11
+    };
     let events = match &reply {
         Reply::Text(t) | Reply::Hang(t) | Reply::BreakOff(t) => {
             events(&mut state, t, &texts(&[]), &End::Normal)
@@ -437,7 +468,8 @@ fn events(state: &mut State, text: &str, calls: &[(String, String)], end: &End) 
                 json!({"choices":[{"index":0,"delta":{},"finish_reason":reason}]}),
             ));
             out.push(data(
-                json!({"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}),
+                json!({"choices":[],"usage":{"prompt_tokens":state.input_tokens,"completion_tokens":7,"total_tokens":18,
+                    "prompt_tokens_details":{"cached_tokens":state.cached}}}),
             ));
             out.push("data: [DONE]\n\n".to_string());
         }
@@ -497,7 +529,8 @@ fn events(state: &mut State, text: &str, calls: &[(String, String)], end: &End) 
                 output.push(done);
             }
             let mut response = json!({"id":"resp_1","status":"completed","output":output,
-                "usage":{"input_tokens":11,"output_tokens":7,"total_tokens":18}});
+                "usage":{"input_tokens":state.input_tokens,"output_tokens":7,"total_tokens":18,
+                    "input_tokens_details":{"cached_tokens":state.cached}}});
             let kind = if let End::Cut = end {
                 response["status"] = json!("incomplete");
                 response["incomplete_details"] = json!({"reason":"max_output_tokens"});
@@ -509,7 +542,7 @@ fn events(state: &mut State, text: &str, calls: &[(String, String)], end: &End) 
         }
         Api::Anthropic => {
             let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
-            out.push(ev("message_start", json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":11,"output_tokens":1}}})));
+            out.push(ev("message_start", json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"usage":{"input_tokens":state.input_tokens.saturating_sub(state.cached),"cache_read_input_tokens":state.cached,"output_tokens":1}}})));
             let mut index = 0;
             if !text.is_empty() {
                 out.push(ev("content_block_start", json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})));
@@ -573,7 +606,8 @@ fn events(state: &mut State, text: &str, calls: &[(String, String)], end: &End) 
                 End::Normal => "STOP",
             };
             let mut last = json!({"candidates":[{"content":{"role":"model","parts":parts},"finishReason":reason,"index":0}],
-                "usageMetadata":{"promptTokenCount":11,"candidatesTokenCount":7,"totalTokenCount":18}});
+                "usageMetadata":{"promptTokenCount":state.input_tokens,"candidatesTokenCount":7,"totalTokenCount":18,
+                    "cachedContentTokenCount":state.cached}});
             if parts.is_empty() {
                 last["candidates"][0]["content"]["parts"] = json!([{"text": ""}]);
             }
@@ -606,7 +640,7 @@ fn whole(state: &mut State, text: &str, calls: &[(String, String)]) -> Value {
             };
             json!({"id": "chatcmpl-1", "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": reason}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+                "usage": {"prompt_tokens": state.input_tokens, "completion_tokens": 7, "total_tokens": 18}})
         }
         Api::Responses => {
             let mut output = Vec::new();
@@ -621,7 +655,7 @@ fn whole(state: &mut State, text: &str, calls: &[(String, String)]) -> Value {
                 );
             }
             json!({"id": "resp_1", "object": "response", "status": "completed", "output": output,
-                "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}})
+                "usage": {"input_tokens": state.input_tokens, "output_tokens": 7, "total_tokens": 18}})
         }
         Api::Anthropic => {
             let mut content = Vec::new();
@@ -639,7 +673,7 @@ fn whole(state: &mut State, text: &str, calls: &[(String, String)]) -> Value {
                 "tool_use"
             };
             json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content,
-                "stop_reason": reason, "usage": {"input_tokens": 11, "output_tokens": 7}})
+                "stop_reason": reason, "usage": {"input_tokens": state.input_tokens, "output_tokens": 7}})
         }
         Api::Google => {
             let mut parts = vec![json!({"text": text})];
@@ -815,7 +849,20 @@ fn check(state: &State, r: &Recorded) -> Result<(), String> {
             expect(b["stream"] == true && b["max_tokens"].is_u64(), || {
                 "stream or max_tokens missing".into()
             })?;
-            expect(b["system"].is_string(), || "no system prompt".into())?;
+            // A string, or text blocks (which may carry cache breakpoints).
+            let system_ok = b["system"].is_string()
+                || b["system"].as_array().is_some_and(|blocks| {
+                    !blocks.is_empty()
+                        && blocks
+                            .iter()
+                            .all(|x| x["type"] == "text" && x["text"].is_string())
+                });
+            expect(system_ok, || "no system prompt".into())?;
+            // The API takes at most four cache breakpoints.
+            let breakpoints = b.to_string().matches("\"cache_control\"").count();
+            expect(breakpoints <= 4, || {
+                format!("{breakpoints} cache_control breakpoints (at most 4)")
+            })?;
             if let Some(tools) = b.get("tools") {
                 for t in tools.as_array().ok_or("tools is not an array")? {
                     expect(

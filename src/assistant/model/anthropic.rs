@@ -131,14 +131,33 @@ pub fn request_body(model: &str, request: &Request, max_tokens: u64) -> Value {
             _ => turns.push((role, blocks)),
         }
     }
+    // Cache breakpoints (decision 63): the system prompt's block (tools
+    // and system come first in Anthropic's order, so it covers both) and
+    // the last block of each of the last two turns: the newest one is
+    // written to the cache, the one before is read from it. Three in all,
+    // within the API's four.
+    let breakpoints = turns.len().saturating_sub(2);
     let messages: Vec<Value> = turns
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .enumerate()
+        .map(|(i, (role, mut content))| {
+            if i >= breakpoints {
+                if let Some(last) = content.last_mut() {
+                    last["cache_control"] = json!({"type": "ephemeral"});
+                }
+            }
+            json!({"role": role, "content": content})
+        })
         .collect();
+    let system = if request.system.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}])
+    };
     let mut body = json!({
         "model": model,
         "max_tokens": max_tokens,
-        "system": request.system,
+        "system": system,
         "messages": messages,
         "stream": true,
     });
@@ -217,6 +236,8 @@ impl Assembler {
                 self.usage = Some(Usage {
                     input_tokens: input,
                     output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+                    cached_input_tokens: u["cache_read_input_tokens"].as_u64().unwrap_or(0),
+                    cache_write_tokens: u["cache_creation_input_tokens"].as_u64().unwrap_or(0),
                 });
             }
             "message_delta" => {
@@ -405,7 +426,9 @@ mod tests {
             cut.usage,
             Some(Usage {
                 input_tokens: 105,
-                output_tokens: 42
+                output_tokens: 42,
+                cached_input_tokens: 100,
+                cache_write_tokens: 0,
             })
         );
         assert!(matches!(run("refusal").stop, Stop::Refused(why) if why.contains("refusal")));
@@ -489,9 +512,29 @@ mod tests {
                 },
             ],
             tools: json!([{"name": "bash", "input_schema": {"type": "object"}}]),
+            cache_key: Some("s1".into()),
         };
         let body = request_body("claude", &request, 1234);
-        assert_eq!(body["system"], "sys");
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": ephemeral}])
+        );
+        // Breakpoints: the system block and the last block of the last
+        // two turns, never more than four.
+        let marked = body.to_string().matches("cache_control").count();
+        assert_eq!(marked, 3);
+        assert_eq!(
+            body["messages"][1]["content"][1]["cache_control"],
+            ephemeral
+        );
+        assert_eq!(
+            body["messages"][2]["content"][1]["cache_control"],
+            ephemeral
+        );
+        assert!(body["messages"][0]["content"][1]
+            .get("cache_control")
+            .is_none());
         assert_eq!(body["max_tokens"], 1234);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);

@@ -222,6 +222,9 @@ impl Assembler {
             self.usage = Some(Usage {
                 input_tokens: input,
                 output_tokens: output,
+                // Part of promptTokenCount, served from Gemini's cache.
+                cached_input_tokens: u["cachedContentTokenCount"].as_u64().unwrap_or(0),
+                cache_write_tokens: 0,
             });
         }
         let Some(candidate) = chunk["candidates"].get(0) else {
@@ -354,7 +357,8 @@ mod tests {
         let mut a = Assembler::default();
         a.feed(
             &json!({"candidates":[{"content":{"parts":[{"text":"Half a"}]},"finishReason":"MAX_TOKENS"}],
-                "usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":3,"thoughtsTokenCount":2}}),
+                "usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":3,"thoughtsTokenCount":2,
+                    "cachedContentTokenCount":4}}),
             &mut |_| {},
         )
         .unwrap();
@@ -364,7 +368,9 @@ mod tests {
             reply.usage,
             Some(Usage {
                 input_tokens: 7,
-                output_tokens: 5
+                output_tokens: 5,
+                cached_input_tokens: 4,
+                cache_write_tokens: 0,
             })
         );
         let mut a = Assembler::default();
@@ -438,6 +444,7 @@ mod tests {
                 Message::Tool { results },
             ],
             tools: json!([{"functionDeclarations": [{"name": "glob"}]}]),
+            cache_key: None,
         };
         let body = request_body(&request, 321);
         assert_eq!(body["generationConfig"]["maxOutputTokens"], 321);
@@ -456,6 +463,7 @@ mod tests {
         let none = request_body(
             &Request {
                 tools: json!([{"functionDeclarations": []}]),
+                cache_key: None,
                 ..request
             },
             1,

@@ -91,13 +91,24 @@ pub struct Request {
     pub messages: Vec<Message>,
     /// The host's tools array in this client's format (an empty array: none).
     pub tools: Value,
+    /// The session's id, for providers that route requests sharing a
+    /// prefix to one cache (OpenAI's `prompt_cache_key`).
+    pub cache_key: Option<String>,
 }
 
 /// The tokens one request cost, as the provider counted them.
+/// `input_tokens` is the whole prompt, cached or not; the cached part is
+/// also counted apart (decision 63), since it costs a fraction of the rest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Input written to the cache (Anthropic charges extra for it).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 /// How a reply ended.
@@ -403,6 +414,7 @@ mod tests {
             system: String::new(),
             messages: vec![],
             tools: json!([]),
+            cache_key: None,
         };
         let result = stream_cancellable(&client, request, &mut |t| seen += t, &mut |_| {}, &cancel);
         assert_eq!(result, Err(ModelError::Cancelled));

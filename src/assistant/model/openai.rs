@@ -160,6 +160,11 @@ pub fn request_body(model: &str, request: &Request, limit: Limit) -> Value {
     if !tools_empty(&request.tools) {
         body["tools"] = request.tools.clone();
     }
+    // Requests of one session share their prefix: the key sends them to
+    // the same cache (decision 63).
+    if let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
     body
 }
 
@@ -365,6 +370,10 @@ fn usage(u: &Value) -> Option<Usage> {
     Some(Usage {
         input_tokens: u["prompt_tokens"].as_u64()?,
         output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+        cached_input_tokens: u["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
+        cache_write_tokens: 0,
     })
 }
 
@@ -416,7 +425,8 @@ mod tests {
         let cut = assemble(&[
             json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"file_write","arguments":"{\"content\": \"ab"}}]}}]}),
             json!({"choices":[{"delta":{},"finish_reason":"length"}]}),
-            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}),
+            json!({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30,
+                "prompt_tokens_details":{"cached_tokens":8}}}),
         ]);
         assert_eq!(cut.stop, Stop::Cut);
         assert_eq!(cut.tool_calls[0].arguments, json!("{\"content\": \"ab"));
@@ -424,7 +434,9 @@ mod tests {
             cut.usage,
             Some(Usage {
                 input_tokens: 10,
-                output_tokens: 20
+                output_tokens: 20,
+                cached_input_tokens: 8,
+                cache_write_tokens: 0,
             })
         );
         let refused = assemble(&[
@@ -560,6 +572,7 @@ mod tests {
                 },
             ],
             tools: json!([{"type": "function", "function": {"name": "bash"}}]),
+            cache_key: Some("20261128-0001".into()),
         };
         let body = request_body("gpt", &request, Limit::for_base_url(DEFAULT_BASE_URL, 99));
         assert_eq!(body["model"], "gpt");
@@ -582,10 +595,12 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "bash");
         assert_eq!(body["max_completion_tokens"], 99);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["prompt_cache_key"], "20261128-0001");
         let no_tools = request_body(
             "gpt",
             &Request {
                 tools: json!([]),
+                cache_key: None,
                 ..request
             },
             Limit::for_base_url("http://127.0.0.1:8080/v1", 7),
@@ -593,5 +608,6 @@ mod tests {
         assert_eq!(no_tools["max_tokens"], 7);
         assert!(no_tools.get("max_completion_tokens").is_none());
         assert!(no_tools.get("tools").is_none());
+        assert!(no_tools.get("prompt_cache_key").is_none());
     }
 }

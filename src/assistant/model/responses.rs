@@ -139,6 +139,11 @@ pub fn request_body(model: &str, request: &Request, max_output_tokens: u64) -> V
     if !tools_empty(&request.tools) {
         body["tools"] = request.tools.clone();
     }
+    // Requests of one session share their prefix: the key sends them to
+    // the same cache (decision 63).
+    if let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
     body
 }
 
@@ -281,6 +286,10 @@ impl Assembler {
         let usage = u["input_tokens"].as_u64().map(|input| Usage {
             input_tokens: input,
             output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+            cached_input_tokens: u["input_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0),
+            cache_write_tokens: 0,
         });
         Ok(Reply {
             text,
@@ -332,7 +341,8 @@ mod tests {
             json!({"type": "response.completed", "response": {"status": "completed",
                 "output": [reasoning, {"type": "message", "role": "assistant",
                     "content": [{"type": "output_text", "text": "Looking."}]}, call],
-                "usage": {"input_tokens": 12, "output_tokens": 34}}}),
+                "usage": {"input_tokens": 12, "output_tokens": 34,
+                    "input_tokens_details": {"cached_tokens": 10}}}}),
         ]);
         let reply = reply.unwrap();
         assert_eq!(shown, "Looking.");
@@ -342,7 +352,9 @@ mod tests {
             reply.usage,
             Some(Usage {
                 input_tokens: 12,
-                output_tokens: 34
+                output_tokens: 34,
+                cached_input_tokens: 10,
+                cache_write_tokens: 0,
             })
         );
         let c = &reply.tool_calls[0];
@@ -373,9 +385,11 @@ mod tests {
                 },
             ],
             tools: json!([{"type": "function", "name": "bash"}]),
+            cache_key: Some("s-1".into()),
         };
         let body = request_body("o4-mini", &request, 500);
         assert_eq!(body["instructions"], "sys");
+        assert_eq!(body["prompt_cache_key"], "s-1");
         assert_eq!(body["max_output_tokens"], 500);
         assert_eq!(body["store"], false);
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));

@@ -106,6 +106,7 @@ fn usage(request: &Request, reply: &Reply) -> Usage {
     Usage {
         input_tokens: sent.div_ceil(4) as u64,
         output_tokens: answered.div_ceil(4) as u64,
+        ..Usage::default()
     }
 }
 
@@ -160,6 +161,7 @@ mod tests {
             system: String::new(),
             messages,
             tools: json!([{"type": "function", "function": {"name": "bash"}}]),
+            cache_key: None,
         };
         let mut shown = String::new();
         let reply = Stub.stream(&request, &mut |t| shown += t).unwrap();
