@@ -1098,6 +1098,15 @@ def bench_mcp(t):
     ]
 
 
+def bench_context(t):
+    """The agent's context: prompt caching over a long session, a long
+    session inside a small window, and the built-in prompt's size
+    (bench/context_bench.py)."""
+    need_host()
+    import context_bench
+    return context_bench.run_all(HOST, LIBEXEC, peers(), row)
+
+
 BENCHES = {
     "call": (bench_call, ["file-read of a small file"]),
     "sandbox": (bench_sandbox, ["file-read, workspace-write, network off",
@@ -1111,6 +1120,7 @@ BENCHES = {
     "fetch": (bench_fetch, ["web-fetch of a 5 MB page, beside htmd and html2md"]),
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
+    "context": (bench_context, ["prompt caching, compaction in a small window, the prompt's size"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
