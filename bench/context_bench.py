@@ -228,7 +228,7 @@ def bench_window(host, libexec, row):
     peak = max((e["total"] for e in fake.log), default=0) / window
     summaries = sum(1 for e in fake.log if e.get("summary"))
     compactions = stderr.count("Context compacted")
-    ok = p.returncode == 0 and overflows == 0 and shown == 0 and peak <= 0.90 and fake.calls == 200
+    ok = p.returncode == 0 and overflows == 0 and shown == 0 and peak <= 0.90 and fake.calls >= 200
     return row("context", f"200 turns of 4,000-token outputs, 32,000-token window: largest request "
                f"({compactions} compactions, {summaries} summaries, {overflows} overflow errors)",
                ours=f"{peak * 100:.1f}%", peer="window", peer_time="32,000 tokens",
