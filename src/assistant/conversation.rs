@@ -128,6 +128,12 @@ pub trait Ui {
     fn error(&mut self, text: &str);
     /// The tokens one request cost, when the provider said.
     fn usage(&mut self, _usage: &Usage) {}
+    /// The host's plan tool changed the plan (no caller in this room yet).
+    #[allow(dead_code)]
+    fn plan(&mut self, _plan: &Value) {}
+    /// The conversation was compacted from about `before_tokens` to
+    /// `after_tokens`.
+    fn compacted(&mut self, _before_tokens: u64, _after_tokens: u64) {}
 }
 
 /// How one message ended.
@@ -306,6 +312,9 @@ impl Conversation {
             Ok(reply) if !reply.text.trim().is_empty() => {
                 if let Some(usage) = &reply.usage {
                     ui.usage(usage);
+                    // What the model read (the conversation) and wrote (the
+                    // summary that replaces it).
+                    ui.compacted(usage.input_tokens, usage.output_tokens);
                 }
                 let before = self.messages.len();
                 self.messages = vec![
