@@ -175,7 +175,7 @@ pub fn run(
     let mut events = Events::new(stream, &idle);
     events.gone = gone;
     events.tally = tally;
-    let mut error = events.tally.error.take();
+    let mut error = events.tally.error.clone();
     match end {
         TurnEnd::Answered => events.flush_error(None),
         TurnEnd::NotConfigured => events.flush_error(Some(RunError::NotConfigured.code())),
@@ -260,8 +260,12 @@ fn answer(added: &[Message]) -> String {
 /// that a file left by an earlier run is never taken for this one's answer.
 fn write_last_message(output: &Output, text: &str) -> Result<(), String> {
     match &output.last_message {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| format!("--output-last-message: cannot write {}: {e}", path.display())),
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            format!(
+                "--output-last-message: cannot write {}: {e}",
+                path.display()
+            )
+        }),
         None => Ok(()),
     }
 }
@@ -493,7 +497,11 @@ fn tool_names(tools: &Value) -> Vec<String> {
         if let Some(name) = tool["function"]["name"].as_str().or(tool["name"].as_str()) {
             names.push(name.to_string());
         }
-        for declared in tool["functionDeclarations"].as_array().into_iter().flatten() {
+        for declared in tool["functionDeclarations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if let Some(name) = declared["name"].as_str() {
                 names.push(name.to_string());
             }
@@ -518,7 +526,10 @@ mod tests {
             read(b"ok \xff"),
             Err("-p -: the message on stdin is not UTF-8 (byte 3 is not valid)".into())
         );
-        assert_eq!(message("as given", &mut &b"unread"[..]), Ok("as given".into()));
+        assert_eq!(
+            message("as given", &mut &b"unread"[..]),
+            Ok("as given".into())
+        );
     }
 
     #[test]
@@ -541,7 +552,10 @@ mod tests {
 
     #[test]
     fn verdicts_and_names() {
-        assert_eq!(verdict(&json!({"tool_success": true, "result": {}})), (true, None));
+        assert_eq!(
+            verdict(&json!({"tool_success": true, "result": {}})),
+            (true, None)
+        );
         assert_eq!(
             verdict(&json!({"tool_success": false, "error_code": "PERMISSION_DENIED"})),
             (false, Some("PERMISSION_DENIED".into()))

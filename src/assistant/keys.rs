@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::model::responses::Responses;
 use super::model::ollama::{self, Ollama};
+use super::model::responses::Responses;
 use super::model::{anthropic::Anthropic, gemini::Gemini, openai::OpenAi, stub::Stub, ModelClient};
 use crate::host::cli::parse_max_output_tokens;
 use crate::tool::Env;
@@ -350,12 +350,7 @@ mod tests {
     fn env(pairs: &[(&str, &str)]) -> Env {
         let nowhere = ("OLLAMA_HOST", "127.0.0.1:1");
         let given = pairs.iter().any(|(k, _)| *k == nowhere.0);
-        Env::from_pairs(
-            pairs
-                .iter()
-                .copied()
-                .chain((!given).then_some(nowhere)),
-        )
+        Env::from_pairs(pairs.iter().copied().chain((!given).then_some(nowhere)))
     }
 
     fn provider_of(choice: &Choice) -> (&'static str, String) {

@@ -159,6 +159,9 @@ mod tests {
     fn nothing_listening_is_said_in_words() {
         // Port 1 on loopback: nothing listens there, the connection is refused.
         let why = first_model("http://127.0.0.1:1").unwrap_err();
-        assert!(why.starts_with("no Ollama server answered at http://127.0.0.1:1"), "{why}");
+        assert!(
+            why.starts_with("no Ollama server answered at http://127.0.0.1:1"),
+            "{why}"
+        );
     }
 }
