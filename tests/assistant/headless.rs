@@ -457,6 +457,90 @@ fn bad_input_is_a_usage_error_before_any_request() {
     assert!(server.requests().is_empty(), "a request was sent");
 }
 
+/// `program` run in `home` as `ikigai` runs in these tests, against
+/// `server`: for a reader of our own, or a script that runs `ikigai`.
+fn command(program: &Path, home: &Path, server: &ModelServer) -> Command {
+    let mut cmd = Command::new(program);
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    for var in [
+        "IKIGAI_APPROVAL",
+        "IKIGAI_CONFIG",
+        "IKIGAI_PROVIDER",
+        "IKIGAI_MODEL",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("IKIGAI_LIBEXEC_DIR", home.join("libexec"))
+        .env("IKIGAI_TOOLS_DIR", home.join("tools"))
+        .env("IKIGAI_RETRY_BASE_MS", "1")
+        .env("OLLAMA_HOST", "127.0.0.1:1")
+        .current_dir(home);
+    cmd
+}
+
+#[test]
+fn the_example_logs_one_line_per_call() {
+    let home = home_with_tools();
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            calls(&[
+                ("bash", json!({"command": "echo hi"})),
+                ("bash", json!({"command": "rm -rf x"})),
+            ]),
+            text("Said hi; not allowed to remove x."),
+        ],
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tool-call-log.sh");
+    let answer = home.path().join("answer.txt");
+    let out = command(&script, home.path(), &server)
+        .env("IKIGAI", link("ikigai"))
+        .env("ANSWER", &answer)
+        .args(["greet", "--provider", "openai", "--deny", "bash(rm *)"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{out:?}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(
+        lines[0].starts_with("session ") && lines[0].ends_with("openai gpt-4.1"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("ok   ") && lines[1].ends_with(r#"bash {"command":"echo hi"}"#),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("FAIL ")
+            && lines[2].ends_with(r#"bash {"command":"rm -rf x"}  [PERMISSION_DENIED]"#),
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("done: exit 0, 2 replies, 2 calls, "),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&answer).unwrap(),
+        "Said hi; not allowed to remove x."
+    );
+    // A failed run's code comes through the pipe.
+    let server = ModelServer::start(Api::OpenAi, vec![Reply::Status(400, "no".into())]);
+    let out = command(&script, home.path(), &server)
+        .env("IKIGAI", link("ikigai"))
+        .args(["greet", "--provider", "openai"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{out:?}");
+    assert!(stdout.contains("[MODEL_ERROR]"), "{stdout}");
+}
+
 #[test]
 fn a_reader_that_goes_away_ends_the_run_cleanly() {
     let home = home_with_tools();
@@ -467,21 +551,9 @@ fn a_reader_that_goes_away_ends_the_run_cleanly() {
             text("never read"),
         ],
     );
-    let mut cmd = Command::new(link("ikigai"));
-    for (k, v) in server.env() {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
+    let mut child = command(&link("ikigai"), home.path(), &server)
         .args(["--provider", "openai", "--output-format", "stream-json"])
         .args(["-p", "go"])
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("IKIGAI_LIBEXEC_DIR", home.path().join("libexec"))
-        .env("IKIGAI_TOOLS_DIR", home.path().join("tools"))
-        .env("IKIGAI_RETRY_BASE_MS", "1")
-        .env_remove("IKIGAI_APPROVAL")
-        .current_dir(home.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
