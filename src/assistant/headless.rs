@@ -162,7 +162,7 @@ pub fn run(
     }
     let stream = output.format == OutputFormat::StreamJson;
     let (end, tally, gone) = signals::guarded(|cancel| {
-        let mut events = Events::new(stream, cancel);
+        let mut events = Events::new(stream, cancel, Box::new(crate::out::try_say));
         events.session_started(conversation, host);
         let end = conversation.send(message, host, &mut events, cancel);
         (end, events.tally, events.gone)
@@ -172,7 +172,7 @@ pub fn run(
     let text = answer(added);
     // What is left to say is said after the run: nothing can stop it now.
     let idle = AtomicBool::new(false);
-    let mut events = Events::new(stream, &idle);
+    let mut events = Events::new(stream, &idle, Box::new(crate::out::try_say));
     events.gone = gone;
     events.tally = tally;
     let mut error = events.tally.error.clone();
@@ -184,7 +184,7 @@ pub fn run(
             events.flush_error(None);
             let why = "stopped at the tool-round limit (--max-tool-rounds) with the model \
                        still calling tools";
-            events.error(why, Some(Failure::RoundLimit.code()));
+            events.error_event(why, Some(Failure::RoundLimit.code()));
             error = Some(why.to_string());
         }
         TurnEnd::Cancelled => {
@@ -194,13 +194,13 @@ pub fn run(
             } else {
                 "interrupted: the running request or tool call was stopped"
             };
-            events.error(why, Some(Failure::Cancelled.code()));
+            events.error_event(why, Some(Failure::Cancelled.code()));
             error = Some(why.to_string());
         }
     }
     let mut code = code;
     if let Err(e) = write_last_message(output, &text) {
-        events.error(&e, Some(RunError::LastMessage.code()));
+        events.error_event(&e, Some(RunError::LastMessage.code()));
         error = Some(e);
         if code == 0 {
             code = exit::FAILURE;
@@ -312,6 +312,8 @@ struct Events<'a> {
     stream: bool,
     /// Set when stdout's reader went away: the run stops.
     cancel: &'a AtomicBool,
+    /// Writes one line (stdout's, but for the unit tests).
+    sink: Sink<'a>,
     gone: bool,
     tally: Tally,
     model: String,
@@ -321,11 +323,15 @@ struct Events<'a> {
     running: Vec<(String, Instant)>,
 }
 
+/// Where event lines go; Err when nobody reads them any more.
+type Sink<'a> = Box<dyn FnMut(&str) -> std::io::Result<()> + 'a>;
+
 impl<'a> Events<'a> {
-    fn new(stream: bool, cancel: &'a AtomicBool) -> Events<'a> {
+    fn new(stream: bool, cancel: &'a AtomicBool, sink: Sink<'a>) -> Events<'a> {
         Events {
             stream,
             cancel,
+            sink,
             gone: false,
             tally: Tally::default(),
             model: String::new(),
@@ -339,7 +345,7 @@ impl<'a> Events<'a> {
         if !self.stream || self.gone {
             return;
         }
-        if crate::out::try_say(&event.to_string()).is_err() {
+        if (self.sink)(&event.to_string()).is_err() {
             self.gone = true;
             self.cancel.store(true, Ordering::SeqCst);
             eprintln!("ikigai: stdout was closed; stopping the run");
@@ -368,7 +374,7 @@ impl<'a> Events<'a> {
     }
 
     /// An `error` event now, with its code.
-    fn error(&mut self, message: &str, code: Option<&str>) {
+    fn error_event(&mut self, message: &str, code: Option<&str>) {
         let mut event = json!({"type": "error", "message": message});
         if let Some(code) = code {
             event["code"] = json!(code);
@@ -384,7 +390,7 @@ impl<'a> Events<'a> {
         }
         if let Some(message) = self.tally.error.clone() {
             self.tally.error_sent = true;
-            self.error(&message, code);
+            self.error_event(&message, code);
         }
     }
 }
@@ -512,7 +518,10 @@ fn tool_names(tools: &Value) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
     use super::*;
+    use crate::host::envelope::Envelope;
 
     #[test]
     fn a_stdin_message_must_be_text_and_not_empty() {
@@ -571,6 +580,118 @@ mod tests {
         assert_eq!(tool_names(&openai), ["bash"]);
         assert_eq!(tool_names(&anthropic), ["grep"]);
         assert_eq!(tool_names(&gemini), ["a", "b"]);
+    }
+
+    /// An `Events` in stream-json writing into `lines`, its reader gone
+    /// once `readable` lines were taken.
+    fn recording<'a>(
+        lines: &'a RefCell<Vec<Value>>,
+        cancel: &'a AtomicBool,
+        readable: usize,
+    ) -> Events<'a> {
+        Events::new(
+            true,
+            cancel,
+            Box::new(move |line: &str| {
+                let mut lines = lines.borrow_mut();
+                if lines.len() == readable {
+                    return Err(std::io::ErrorKind::BrokenPipe.into());
+                }
+                lines.push(serde_json::from_str(line).unwrap());
+                Ok(())
+            }),
+        )
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({"command": "rm x"}),
+            local_id: false,
+            signature: None,
+        }
+    }
+
+    #[test]
+    fn events_in_the_order_things_happen_errors_with_their_code() {
+        let lines = RefCell::new(Vec::new());
+        let cancel = AtomicBool::new(false);
+        let mut ui = recording(&lines, &cancel, usize::MAX);
+        ui.text("Let me ");
+        ui.text("look.");
+        ui.end_text();
+        ui.end_text();
+        ui.tool_call(&call("c1"));
+        let denied = CallOutcome::new(Envelope::denied("denied by --deny bash(rm *)"), vec![]);
+        ui.tool_outcome(&call("c1"), &denied);
+        ui.compacted(9000, 700);
+        // A notice is a diagnostic: no event.
+        ui.notice("rate limited, retrying in 1 s (1/4)");
+        ui.error("openai (gpt-4.1): HTTP 500: down (gave up after 4 retries).");
+        assert_eq!(lines.borrow().len(), 4, "the error waits for its code");
+        ui.flush_error(Some(RunError::Model.code()));
+        ui.flush_error(Some("TWICE"));
+        drop(ui);
+        let lines = lines.into_inner();
+        let kinds: Vec<&str> = lines.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "assistant.message",
+                "tool.started",
+                "tool.finished",
+                "compacted",
+                "error"
+            ]
+        );
+        assert_eq!(lines[0]["text"], "Let me look.");
+        assert_eq!(lines[1]["arguments"], json!({"command": "rm x"}));
+        assert_eq!(lines[2]["ok"], false);
+        assert_eq!(lines[2]["error_code"], "PERMISSION_DENIED");
+        assert!(lines[2]["duration_ms"].as_u64().is_some());
+        assert_eq!(
+            lines[3],
+            json!({"type": "compacted", "before_tokens": 9000, "after_tokens": 700})
+        );
+        assert_eq!(lines[4]["code"], "MODEL_ERROR");
+        assert!(!cancel.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_reader_that_went_away_stops_the_run_and_nothing_more_is_written() {
+        let lines = RefCell::new(Vec::new());
+        let cancel = AtomicBool::new(false);
+        let mut ui = recording(&lines, &cancel, 1);
+        ui.tool_call(&call("c1"));
+        assert!(!ui.gone);
+        ui.tool_call(&call("c2"));
+        assert!(ui.gone && cancel.load(Ordering::SeqCst));
+        ui.text("more");
+        ui.end_text();
+        assert_eq!(lines.borrow().len(), 1);
+    }
+
+    #[test]
+    fn usage_adds_up_with_its_cost() {
+        let lines = RefCell::new(Vec::new());
+        let cancel = AtomicBool::new(false);
+        let mut ui = recording(&lines, &cancel, usize::MAX);
+        ui.model = "gpt-4.1".into();
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 500_000,
+        };
+        ui.usage(&usage);
+        ui.usage(&usage);
+        assert_eq!(ui.tally.usage.input_tokens, 2_000_000);
+        assert_eq!(ui.tally.usage.output_tokens, 1_000_000);
+        // gpt-4.1: $2 in, $8 out per million.
+        assert!((ui.tally.priced - 12.0).abs() < 1e-9);
+        assert!(!ui.tally.unpriced);
+        ui.model = "my-own-model".into();
+        ui.usage(&usage);
+        assert!(ui.tally.unpriced);
     }
 
     #[test]
