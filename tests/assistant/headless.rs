@@ -547,7 +547,7 @@ fn a_reader_that_goes_away_ends_the_run_cleanly() {
     let server = ModelServer::start(
         Api::OpenAi,
         vec![
-            calls(&[("bash", json!({"command": "sleep 0.3; echo late"}))]),
+            calls(&[("bash", json!({"command": "sleep 2; echo late"}))]),
             text("never read"),
         ],
     );
