@@ -1183,11 +1183,15 @@ def bench_headless(t):
                 and result.get("text") == FakeProvider.ANSWER):
             raise Wrong(f"the json format answered {str(result)[:300]}")
         m = t.medians({"json": {"cmd": as_json, "env": env}, "text": {"cmd": text, "env": env}},
-                      runs=30, warmup=3)
+                      runs=100, warmup=3, rounds=10)
     finally:
         provider.close()
-    return [ratio_row("headless", "`-p` with one file_read call, json against text",
-                      m["json"], "the text format", m["text"], 1.05)]
+    what = "`-p` with one file_read call, json against text"
+    # CPU time too (the whole process tree, not the provider): a run is
+    # tens of milliseconds, which the other helpers' load stretches at will.
+    return [ratio_row("headless", what, m["json"], "the text format", m["text"], 1.05),
+            ratio_row("headless", f"{what}, CPU time", t.cpu_time(as_json), "the text format",
+                      t.cpu_time(text), None)]
 
 
 BENCHES = {
@@ -1203,7 +1207,8 @@ BENCHES = {
     "fetch": (bench_fetch, ["web-fetch of a 5 MB page, beside htmd and html2md"]),
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
-    "headless": (bench_headless, ["`-p` with one file_read call, json against text"]),
+    "headless": (bench_headless, ["`-p` with one file_read call, json against text",
+                                  "`-p` with one file_read call, json against text, CPU time"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
