@@ -1105,6 +1105,100 @@ def bench_context(t):
     need_host()
     import context_bench
     return context_bench.run_all(HOST, LIBEXEC, peers(), row)
+# --- headless: `ikigai -p` in a script ----------------------------------------
+
+
+class FakeProvider:
+    """OpenAI Chat Completions on 127.0.0.1, streamed as OpenAI streams it: a
+    request whose last message is not a tool result gets one file_read call,
+    one that answers a call gets a short text. Stateless, so every run of
+    the benchmark is the same conversation."""
+
+    ANSWER = "The file holds the small text."
+
+    def __init__(self, path):
+        import http.server
+
+        call = json.dumps({"file_path": path})
+        answer = self.ANSWER
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if body["messages"][-1]["role"] == "tool":
+                    deltas = [{"content": answer}]
+                    finish = "stop"
+                else:
+                    deltas = [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                               "function": {"name": "file_read",
+                                                            "arguments": call}}]}]
+                    finish = "tool_calls"
+                chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+                          for d in deltas]
+                chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+                chunks.append({"choices": [], "usage": {"prompt_tokens": 120,
+                                                        "completion_tokens": 12}})
+                events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                data = events.encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def bench_headless(t):
+    """`ikigai -p` with one tool call against a local fake provider, the
+    whole process: the json format against the text format, which must cost
+    no more than 5 % beyond it (decision 65)."""
+    need_host()
+    path, _ = small_file()
+    provider = FakeProvider(path)
+    # A fresh home each time: the runs' session logs pile up there.
+    home = os.path.join(BENCH_DIR, "headless-home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    env = host_env(LIBEXEC, empty_dir("tools-none"))
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
+               XDG_CONFIG_HOME=os.path.join(home, "config"),
+               OPENAI_BASE_URL=f"http://127.0.0.1:{provider.port}/v1",
+               OPENAI_API_KEY="bench", OLLAMA_HOST="127.0.0.1:1", IKIGAI_APPROVAL="auto")
+    for var in ("IKIGAI_PROVIDER", "IKIGAI_MODEL", "IKIGAI_CONFIG", "NO_COLOR"):
+        env.pop(var, None)
+    base = [HOST, "--provider", "openai", "-p", "What does the file hold?"]
+    text = base + ["--output-format", "text"]
+    as_json = base + ["--output-format", "json"]
+    try:
+        got = run(text, env=env, cwd=DATA).stdout.decode()
+        if got.strip() != FakeProvider.ANSWER:
+            raise Wrong(f"the text format printed {got[:200]!r}")
+        result = ours_json(as_json, env=env, cwd=DATA)
+        if not (result.get("ok") and result.get("tool_calls") == 1
+                and result.get("text") == FakeProvider.ANSWER):
+            raise Wrong(f"the json format answered {str(result)[:300]}")
+        m = t.medians({"json": {"cmd": as_json, "env": env}, "text": {"cmd": text, "env": env}},
+                      runs=100, warmup=3, rounds=10)
+    finally:
+        provider.close()
+    what = "`-p` with one file_read call, json against text"
+    # CPU time too (the whole process tree, not the provider): a run is
+    # tens of milliseconds, which the other helpers' load stretches at will.
+    return [ratio_row("headless", what, m["json"], "the text format", m["text"], 1.05),
+            ratio_row("headless", f"{what}, CPU time", t.cpu_time(as_json), "the text format",
+                      t.cpu_time(text), None)]
 
 
 BENCHES = {
@@ -1121,6 +1215,8 @@ BENCHES = {
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
     "context": (bench_context, ["prompt caching, compaction in a small window, the prompt's size"]),
+    "headless": (bench_headless, ["`-p` with one file_read call, json against text",
+                                  "`-p` with one file_read call, json against text, CPU time"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
@@ -1137,6 +1233,7 @@ CORPORA = {
     "read-big": [big_file],
     "fetch": [html_page],
     "mcp": [small_file],
+    "headless": [small_file],
 }
 
 

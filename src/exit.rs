@@ -6,6 +6,9 @@
 pub const FAILURE: u8 = 1;
 /// The command line was wrong: an unknown option, subcommand or tool.
 pub const USAGE: u8 = 2;
+/// `ikigai -p` stopped at `--max-tool-rounds` with the model still calling
+/// tools (decision 65): not a failure of anything, yet not an answer.
+pub const ROUND_LIMIT: u8 = 3;
 /// Ended by SIGINT (Ctrl-C): 128 + 2.
 pub const INTERRUPTED: u8 = 130;
 

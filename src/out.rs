@@ -15,6 +15,15 @@ pub fn print_out(bytes: &[u8], newline: bool) {
     let _ = out.flush();
 }
 
+/// Writes `line` and a newline, whole, and says whether the reader is still
+/// there: a stream of events stops when nobody reads it any more.
+pub fn try_say(line: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(line.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
 /// Prints `text` and a newline.
 pub fn say(text: &str) {
     print_out(text.as_bytes(), true);

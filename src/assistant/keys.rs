@@ -7,6 +7,8 @@
 //! runs: a message is answered with how to configure one. The reply limit
 //! comes from `--max-output-tokens` or `IKIGAI_MAX_OUTPUT_TOKENS`, else from
 //! what the model is known to allow (8192 for a model we do not know).
+//! With no key and no provider configured, a local Ollama server is looked
+//! for (decision 66) before the assistant gives up.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::model::ollama::{self, Ollama};
 use super::model::responses::Responses;
 use super::model::{anthropic::Anthropic, gemini::Gemini, openai::OpenAi, stub::Stub, ModelClient};
 use crate::host::cli::parse_max_output_tokens;
@@ -26,6 +29,8 @@ pub enum Provider {
     OpenAiResponses,
     Anthropic,
     Google,
+    /// A local Ollama server: no key, the model from its list.
+    Ollama,
     Stub,
 }
 
@@ -40,6 +45,7 @@ impl Provider {
             Provider::OpenAiResponses,
             Provider::Anthropic,
             Provider::Google,
+            Provider::Ollama,
             Provider::Stub,
         ]
         .into_iter()
@@ -53,6 +59,7 @@ impl Provider {
             Provider::OpenAiResponses => "openai-responses",
             Provider::Anthropic => "anthropic",
             Provider::Google => "google",
+            Provider::Ollama => "ollama",
             Provider::Stub => "stub",
         }
     }
@@ -71,7 +78,7 @@ impl Provider {
             Provider::OpenAi | Provider::OpenAiResponses => "OPENAI_API_KEY",
             Provider::Anthropic => "ANTHROPIC_API_KEY",
             Provider::Google => "GEMINI_API_KEY",
-            Provider::Stub => "",
+            Provider::Ollama | Provider::Stub => "",
         }
     }
 
@@ -80,6 +87,8 @@ impl Provider {
             Provider::OpenAi | Provider::OpenAiResponses => "gpt-4.1",
             Provider::Anthropic => "claude-sonnet-4-5",
             Provider::Google => "gemini-2.5-flash",
+            // Never used: Ollama's model comes from its own list.
+            Provider::Ollama => "",
             Provider::Stub => "stub",
         }
     }
@@ -96,6 +105,9 @@ impl fmt::Display for Provider {
 pub struct Choice {
     pub client: Result<Arc<dyn ModelClient>, String>,
     pub warnings: Vec<String>,
+    /// How the model was found when nobody named it (a local Ollama
+    /// server's first model), for the start line.
+    pub found: Option<String>,
 }
 
 /// The reply limit of models we know, by name prefix (the first match
@@ -147,7 +159,7 @@ pub fn choose(
     let chosen = match provider.or_else(|| env.var("IKIGAI_PROVIDER")) {
         Some(name) => Some(Provider::parse(name).ok_or_else(|| {
             format!(
-                "unknown provider '{name}' (choose openai, openai-responses, anthropic, google or stub)"
+                "unknown provider '{name}' (choose openai, openai-responses, anthropic, google, ollama or stub)"
             )
         })?),
         None => None,
@@ -184,18 +196,34 @@ pub fn choose(
     let configured = |p: Provider| {
         key_of(p).is_some() || (p == Provider::OpenAi && env.var("OPENAI_BASE_URL").is_some())
     };
+    let model = model.or_else(|| env.var("IKIGAI_MODEL"));
     let provider = match chosen.or_else(|| BY_KEY.into_iter().find(|p| configured(*p))) {
+        Some(Provider::Ollama) => {
+            let (client, found) = local(model, max_output_tokens, env, true);
+            return Ok(Choice {
+                client,
+                warnings,
+                found,
+            });
+        }
         Some(p) => p,
         None => {
+            // Decision 66: nothing configured, so a local server, if one
+            // answers, rather than a message that cannot be sent.
+            let (client, found) = local(model, max_output_tokens, env, false);
             return Ok(Choice {
-                client: Err(no_key_at_all(path.as_ref())),
+                client: client.map_err(|why| {
+                    format!(
+                        "{} A local model server was looked for too: {why}.",
+                        no_key_at_all(path.as_ref())
+                    )
+                }),
                 warnings,
-            })
+                found,
+            });
         }
     };
-    let model = model
-        .or_else(|| env.var("IKIGAI_MODEL"))
-        .unwrap_or(provider.default_model());
+    let model = model.unwrap_or(provider.default_model());
     let key = key_of(provider);
     let limit = max_output_tokens.unwrap_or_else(|| model_max_output_tokens(model));
     let client: Result<Arc<dyn ModelClient>, String> = match (provider, key) {
@@ -229,9 +257,50 @@ pub fn choose(
             model,
             limit,
         ))),
+        // Chosen above, with how its model was found; the same client.
+        (Provider::Ollama, _) => local(Some(model), max_output_tokens, env, true).0,
         (_, None) => Err(no_key(provider, path.as_ref())),
     };
-    Ok(Choice { client, warnings })
+    Ok(Choice {
+        client,
+        warnings,
+        found: None,
+    })
+}
+
+/// The Ollama server of `OLLAMA_HOST` (decision 66), with `model` or the
+/// first it lists, and how that was found when it was not asked for by
+/// name (`asked`: `--provider ollama`).
+fn local(
+    model: Option<&str>,
+    max_output_tokens: Option<u64>,
+    env: &Env,
+    asked: bool,
+) -> (Result<Arc<dyn ModelClient>, String>, Option<String>) {
+    let base = ollama::base_url(env.var("OLLAMA_HOST"));
+    // Asked for by name with its model, the server is not asked first: a
+    // request will say soon enough whether it is there.
+    let listed = match model {
+        Some(model) if asked => Ok(model.to_string()),
+        Some(model) => ollama::models(&base).map(|_| model.to_string()),
+        None => ollama::first_model(&base),
+    };
+    let chosen = match listed {
+        Ok(chosen) => chosen,
+        Err(why) => return (Err(why), None),
+    };
+    let how = match (asked, model.is_some()) {
+        (true, true) => None,
+        (true, false) => Some(format!(
+            "ollama at {base}: {chosen}, the first model it lists"
+        )),
+        (false, _) => Some(format!(
+            "no provider key is configured: using the Ollama server at {base}, model {chosen}"
+        )),
+    };
+    let model = chosen;
+    let limit = max_output_tokens.unwrap_or_else(|| model_max_output_tokens(&model));
+    (Ok(Arc::new(Ollama::new(&base, &model, limit))), how)
 }
 
 /// The credentials file as JSON; a missing file is an empty one.
@@ -275,8 +344,13 @@ fn no_key(provider: Provider, path: Option<&PathBuf>) -> String {
 mod tests {
     use super::*;
 
+    /// The environment of `pairs`; Ollama's address is one where nothing
+    /// listens (port 1) unless a test names one, so no test depends on
+    /// whether this machine runs Ollama.
     fn env(pairs: &[(&str, &str)]) -> Env {
-        Env::from_pairs(pairs.iter().copied())
+        let nowhere = ("OLLAMA_HOST", "127.0.0.1:1");
+        let given = pairs.iter().any(|(k, _)| *k == nowhere.0);
+        Env::from_pairs(pairs.iter().copied().chain((!given).then_some(nowhere)))
     }
 
     fn provider_of(choice: &Choice) -> (&'static str, String) {
@@ -399,6 +473,25 @@ mod tests {
         );
     }
 
+    fn c_without_ollama(e: &Env) -> String {
+        choose(None, None, None, e).unwrap().client.err().unwrap()
+    }
+
+    #[test]
+    fn ollama_by_name_takes_the_named_model_without_asking() {
+        let e = env(&[("HOME", "/h"), ("OLLAMA_HOST", "127.0.0.1:1")]);
+        let c = choose(Some("ollama"), Some("qwen3:4b"), None, &e).unwrap();
+        assert_eq!(provider_of(&c), ("ollama", "qwen3:4b".into()));
+        assert_eq!(c.found, None);
+        // Without a model it must ask the server, which is not there.
+        let why = choose(Some("ollama"), None, None, &e)
+            .unwrap()
+            .client
+            .err()
+            .unwrap();
+        assert!(why.starts_with("no Ollama server answered"), "{why}");
+    }
+
     #[test]
     fn missing_keys_explain_themselves() {
         let e = env(&[("HOME", "/h")]);
@@ -423,6 +516,11 @@ mod tests {
             "stub"
         );
         let local = env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]);
+        let why = c_without_ollama(&e);
+        assert!(
+            why.contains("no Ollama server answered at http://127.0.0.1:1"),
+            "{why}"
+        );
         assert_eq!(
             provider_of(&choose(Some("openai"), None, None, &local).unwrap()).0,
             "openai"

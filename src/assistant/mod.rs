@@ -1,8 +1,8 @@
 //! `ikigai` without a subcommand: the assistant. Chooses the model, builds
 //! the system prompt, opens or resumes the session log (showing the last
 //! exchanges of a resumed one), and runs the conversation the way it was
-//! asked for: `-p MESSAGE` once, lines from a non-terminal stdin one by
-//! one, or the interactive prompt.
+//! asked for: `-p MESSAGE` once (`headless`), lines from a non-terminal
+//! stdin one by one, or the interactive prompt.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,13 +11,13 @@ use std::process::ExitCode;
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::context::{Context, Setup};
-use self::conversation::{Conversation, ToolHost, TurnEnd};
+use self::conversation::{Conversation, ToolHost};
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
 use crate::config::{Config, Located};
 use crate::exit;
-use crate::host::cli::Ikigai;
+use crate::host::cli::{Ikigai, OutputFormat};
 use crate::host::settings::Settings;
 use crate::host::signals;
 use crate::tool::Env;
@@ -28,6 +28,7 @@ pub mod context;
 pub mod conversation;
 pub mod cost;
 pub mod for_model;
+pub mod headless;
 pub mod keys;
 pub mod model;
 pub mod render;
@@ -46,8 +47,11 @@ pub struct Options {
     pub provider: Option<String>,
     /// `--model`.
     pub model: Option<String>,
-    /// `-p MESSAGE`: one message to completion.
+    /// `-p MESSAGE`: one message to completion (already read from stdin
+    /// for `-p -`).
     pub prompt: Option<String>,
+    /// `--output-format`, `--output-last-message`: how `-p` reports.
+    pub output: headless::Output,
     /// `--resume` (Some(None): the latest session) or `--resume ID`.
     pub resume: Option<Option<String>>,
     pub max_tool_rounds: usize,
@@ -141,10 +145,29 @@ pub fn main(
             return ExitCode::from(exit::USAGE);
         }
     };
+    // Wrong output options and an unusable stdin message stop the start
+    // before any request (decision 65).
+    let output = headless::Output::checked(
+        cli.prompt.is_some(),
+        cli.output_format,
+        cli.output_last_message,
+    );
+    let prompt = cli
+        .prompt
+        .map(|p| headless::message(&p, &mut std::io::stdin().lock()))
+        .transpose();
+    let (output, prompt) = match (output, prompt) {
+        (Ok(output), Ok(prompt)) => (output, prompt),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("ikigai: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
     let options = Options {
         provider: or_env_or_file(cli.provider, "IKIGAI_PROVIDER", &config.provider),
         model: or_env_or_file(cli.model, "IKIGAI_MODEL", &config.model),
-        prompt: cli.prompt,
+        prompt,
+        output,
         resume: cli.resume.then_some(resume_id),
         max_tool_rounds: cli.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
         // The file's limit counts only where neither the option nor
@@ -191,6 +214,9 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     };
     for warning in &choice.warnings {
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
+    }
+    if let Some(found) = &choice.found {
+        eprintln!("{}", style.dim(&format!("ikigai · {found}")));
     }
     let mode = options.policy.approval.unwrap_or_else(Mode::default_here);
     // A resumed session is opened first: its prompt states the environment
@@ -255,6 +281,10 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         conversation = conversation.one_shot();
     }
     let mut was_resumed = false;
+    // (Not when nothing can be sent: no session is left empty.)
+    let headless_json = options.prompt.is_some()
+        && options.output.format != OutputFormat::Text
+        && conversation.client().is_some();
     match (sessions_dir(&env), resumed) {
         (Some(_), Some((session, history))) => {
             eprintln!(
@@ -268,6 +298,12 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             conversation = conversation.with_history(history).with_session(session);
             was_resumed = true;
         }
+        // The JSON formats name the session in their first event, so it is
+        // made before anything is sent.
+        (Some(dir), None) if headless_json => match Session::create(&dir) {
+            Ok(session) => conversation = conversation.with_session(session),
+            Err(_) => conversation = conversation.with_new_session(dir),
+        },
         (Some(dir), None) => conversation = conversation.with_new_session(dir),
         (None, _) => eprintln!(
             "{}",
@@ -283,11 +319,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     // Ctrl-C stops one message; SIGTERM and SIGHUP end the assistant.
     signals::install(false);
     if let Some(message) = &options.prompt {
-        return match terminal::one_shot(message, &mut conversation, host) {
-            TurnEnd::Answered => ExitCode::SUCCESS,
-            TurnEnd::Cancelled => ExitCode::from(exit::INTERRUPTED),
-            _ => ExitCode::from(exit::FAILURE),
-        };
+        return headless::run(message, &mut conversation, host, &options.output);
     }
     if !std::io::stdin().is_terminal() {
         return match terminal::lines(

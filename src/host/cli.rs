@@ -59,8 +59,8 @@ pub struct Ikigai {
     pub network: bool,
 
     /// the assistant's model provider: openai, openai-responses, anthropic,
-    /// google or stub (default: $IKIGAI_PROVIDER, else config, else the
-    /// first that has a key)
+    /// google, ollama or stub (default: $IKIGAI_PROVIDER, else config, else
+    /// the first that has a key, else a local Ollama server)
     #[argh(option, arg_name = "NAME")]
     pub provider: Option<String>,
 
@@ -75,9 +75,20 @@ pub struct Ikigai {
     #[argh(option, from_str_fn(parse_max_output_tokens), arg_name = "N")]
     pub max_output_tokens: Option<u64>,
 
-    /// send this one message, print the answer, and leave
+    /// send this one message, print the answer, and leave (`-p -`: the
+    /// message is read from stdin)
     #[argh(option, short = 'p', arg_name = "MESSAGE")]
     pub prompt: Option<String>,
+
+    /// with -p: text (the answer as written), json (one result object at
+    /// the end) or stream-json (one event object per line as things
+    /// happen); default text
+    #[argh(option, from_str_fn(OutputFormat::parse), arg_name = "FORMAT")]
+    pub output_format: Option<OutputFormat>,
+
+    /// with -p: also write the final answer to FILE
+    #[argh(option, arg_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
 
     /// continue the latest session, or the session whose ID follows
     /// (--resume ID)
@@ -204,6 +215,34 @@ pub struct CallCommand {
     pub arguments: Option<String>,
 }
 
+/// What `ikigai -p` prints on stdout (decision 65).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// The model's answer, as the terminal shows it.
+    #[default]
+    Text,
+    /// One `result` object at the end.
+    Json,
+    /// One event object per line as things happen, the `result` last.
+    StreamJson,
+}
+
+impl OutputFormat {
+    pub const NAMES: [&'static str; 3] = ["text", "json", "stream-json"];
+
+    pub fn parse(text: &str) -> Result<OutputFormat, String> {
+        match text {
+            "text" => Ok(OutputFormat::Text),
+            "json" => Ok(OutputFormat::Json),
+            "stream-json" => Ok(OutputFormat::StreamJson),
+            _ => Err(format!(
+                "'{text}' is not an output format; choose {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
 /// A reply limit as written by a person: a whole number from 1.
 pub fn parse_max_output_tokens(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -227,6 +266,8 @@ const TAKES_VALUE: &[&str] = &[
     "--max-output-tokens",
     "-p",
     "--prompt",
+    "--output-format",
+    "--output-last-message",
     "--max-tool-rounds",
     "--approval",
     "--allow",

@@ -10,6 +10,7 @@ use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
 mod context;
+mod headless;
 mod policy;
 mod robustness;
 mod terminal;
@@ -36,6 +37,7 @@ pub(crate) fn ikigai(home: &Path) -> Run {
         "IKIGAI_APPROVAL",
         "IKIGAI_CONFIG",
         "IKIGAI_SANDBOX",
+        "OLLAMA_HOST",
         "NO_COLOR",
         "http_proxy",
         "https_proxy",
@@ -51,8 +53,11 @@ pub(crate) fn ikigai(home: &Path) -> Run {
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::create_dir_all(&libexec).unwrap();
     // Retries wait a millisecond, not half a second, unless a test says.
+    // Ollama's address is one where nothing listens (port 1), so the search
+    // for a local server without a key finds none unless a test serves one.
     r.env("HOME", home)
         .env("IKIGAI_RETRY_BASE_MS", "1")
+        .env("OLLAMA_HOST", "127.0.0.1:1")
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("IKIGAI_TOOLS_DIR", tools)

@@ -110,6 +110,8 @@ struct State {
     issued: usize,
     /// A local server that wants no key (OpenAI only).
     keyless: bool,
+    /// Ollama's model list, answered to `GET /api/tags` (a fake Ollama).
+    tags: Option<Vec<String>>,
     /// The encrypted reasoning issued with the first call of each Responses
     /// reply, by that call's id: it must come back before the call.
     reasoning: HashMap<String, String>,
@@ -123,13 +125,13 @@ struct State {
 
 impl ModelServer {
     pub fn start(api: Api, script: Vec<Reply>) -> ModelServer {
-        Self::serving(api, script, false)
+        Self::serving(api, script, false, None)
     }
 
     /// A server whose replies report input tokens as a quarter of the
     /// request body's bytes, as a real provider's count would grow.
     pub fn start_counting(api: Api, script: Vec<Reply>) -> ModelServer {
-        let server = Self::serving(api, script, false);
+        let server = Self::serving(api, script, false, None);
         server.state.lock().unwrap().counting = true;
         server
     }
@@ -137,10 +139,27 @@ impl ModelServer {
     /// A local OpenAI-compatible server that wants no key: a request that
     /// carries one is a problem.
     pub fn start_keyless(script: Vec<Reply>) -> ModelServer {
-        Self::serving(Api::OpenAi, script, true)
+        Self::serving(Api::OpenAi, script, true, None)
     }
 
-    fn serving(api: Api, script: Vec<Reply>, keyless: bool) -> ModelServer {
+    /// A fake Ollama: `GET /api/tags` lists `models`, and its
+    /// OpenAI-compatible endpoint (under `/v1`, no key) answers `script`.
+    pub fn start_ollama(models: &[&str], script: Vec<Reply>) -> ModelServer {
+        let tags = models.iter().map(|m| m.to_string()).collect();
+        Self::serving(Api::OpenAi, script, true, Some(tags))
+    }
+
+    /// `host:port`, as `OLLAMA_HOST` is written.
+    pub fn host_port(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn serving(
+        api: Api,
+        script: Vec<Reply>,
+        keyless: bool,
+        tags: Option<Vec<String>>,
+    ) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -152,6 +171,7 @@ impl ModelServer {
             next: 0,
             issued: 0,
             keyless,
+            tags,
             reasoning: HashMap::new(),
             counting: false,
             input_tokens: 11,
@@ -269,6 +289,13 @@ fn serve(
     // Recorded and answered under one lock, so requests and replies pair up.
     let mut state = state.lock().unwrap();
     requests.lock().unwrap().push(recorded.clone());
+    if let (Some(tags), "GET", "/api/tags") = (&state.tags, &*recorded.method, &*recorded.target) {
+        let models: Vec<Value> = tags
+            .iter()
+            .map(|name| json!({"name": name, "model": name, "size": 1}))
+            .collect();
+        return respond(&mut stream, 200, &json!({ "models": models }).to_string());
+    }
 
     if let Err(problem) = check(&state, &recorded) {
         problems.lock().unwrap().push(problem.clone());

@@ -74,7 +74,10 @@ impl Dirs {
         ] {
             r = r.env_remove(var);
         }
+        // Nor a local Ollama server: its address is one where nothing
+        // listens (port 1), whatever runs on this machine.
         r.env("HOME", self.tmp.path())
+            .env("OLLAMA_HOST", "127.0.0.1:1")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .arg("--libexec-dir")

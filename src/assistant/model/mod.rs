@@ -11,6 +11,7 @@
 pub mod anthropic;
 pub mod gemini;
 mod http;
+pub mod ollama;
 pub mod openai;
 pub mod responses;
 mod sse;
