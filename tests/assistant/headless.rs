@@ -676,3 +676,37 @@ fn provider_ollama_takes_the_first_model_or_the_named_one() {
         "{result}"
     );
 }
+
+#[test]
+fn a_compaction_is_an_event_with_the_tokens_before_and_after() {
+    let home = tempfile::tempdir().unwrap();
+    let overflow = r#"{"error": {"message": "This model's maximum context length is 128000 tokens.", "code": "context_length_exceeded"}}"#;
+    let server = ModelServer::start_counting(
+        Api::OpenAi,
+        vec![
+            Reply::Status(400, overflow.into()),
+            text("The summary."),
+            text("Answered."),
+        ],
+    );
+    server.report_cached(3);
+    let out = streaming(against(&server, home.path()))
+        .args(["-p", "hello"])
+        .output();
+    no_problems(&server, &out);
+    assert_eq!(out.code, 0, "{out:?}");
+    let events = events(&out);
+    assert_eq!(
+        types(&events),
+        [
+            "session.started",
+            "compacted",
+            "assistant.message",
+            "result"
+        ]
+    );
+    assert!(events[1]["before_tokens"].as_u64().unwrap() > 0);
+    assert!(events[1]["after_tokens"].is_u64());
+    // Both requests that were answered read 3 tokens from the cache.
+    assert_eq!(events[3]["usage"]["cached_input"], 6);
+}
