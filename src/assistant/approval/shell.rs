@@ -26,6 +26,7 @@ pub struct Part {
 /// Words that open or close a compound command rather than run anything.
 pub const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "time", "{", "}",
+    "coproc",
 ];
 
 /// The simple commands of `command`: those inside a substitution come
@@ -221,6 +222,14 @@ impl Splitter<'_> {
             let first = text.split([' ', '\t']).next().unwrap_or("");
             if !first.is_empty() && RESERVED.contains(&first) {
                 text = text[first.len()..].trim_start();
+                // `time -p`: the option belongs to the reserved word.
+                if first == "time" {
+                    if let Some(rest) = text.strip_prefix("-p") {
+                        if rest.is_empty() || rest.starts_with([' ', '\t']) {
+                            text = rest.trim_start();
+                        }
+                    }
+                }
             } else {
                 break;
             }
