@@ -563,6 +563,48 @@ mod tests {
     }
 
     #[test]
+    fn rules_see_through_the_shell() {
+        let p = place();
+        let deny = rule("bash(rm*)");
+        for line in [
+            "X=1 rm -f x",
+            "command rm x",
+            r"\rm x",
+            "/bin/rm x",
+            "env rm x",
+            "sudo -u root rm x",
+            "bash -c 'rm x'",
+            "eval 'rm x'",
+            "r''m x",
+            "echo x | xargs rm",
+            "find . -delete",
+            "find . -exec rm {} +",
+        ] {
+            assert!(deny.denies("bash", &bash(line), &p), "{line}");
+        }
+        for line in ["echo rm", "grep rm file", "format", "git rm x", "command -v rm"] {
+            assert!(!deny.denies("bash", &bash(line), &p), "{line}");
+        }
+        // A program known only when it runs matches every deny rule...
+        let curl = rule("bash(curl *)");
+        assert!(curl.denies("bash", &bash("$(echo ls) -la"), &p));
+        assert!(curl.denies("bash", &bash("\"$CMD\" x"), &p));
+        assert!(!curl.denies("bash", &bash("echo $(ls)"), &p));
+        // ...and no allow rule, however broad.
+        assert!(!rule("bash(*)").allows("bash", &bash("$CMD x"), &p));
+        assert!(!rule("bash(*)").allows("bash", &bash("bash -c \"$S\""), &p));
+        // An allow rule must match the wrapper and what it wraps.
+        let test = rule("bash(cargo test*)");
+        assert!(test.allows("bash", &bash("X=1 cargo test"), &p));
+        assert!(!test.allows("bash", &bash("nice cargo test"), &p));
+        assert!(!test.allows("bash", &bash("./cargo test"), &p));
+        assert!(!test.allows("bash", &bash("bash -c 'cargo test; rm x'"), &p));
+        let nice = rule("bash(nice *)");
+        assert!(allowed(&[&test, &nice], "bash", &bash("nice cargo test"), &p));
+        assert!(!allowed(&[&nice], "bash", &bash("nice rm x"), &p));
+    }
+
+    #[test]
     fn word_prefix_rules() {
         let p = place();
         let r = Rule::first_words("git status -s");

@@ -8,9 +8,9 @@
 //! the scripts of `sh -c`/`bash -c` (any option cluster holding `c`),
 //! `eval` and `trap`, parsed in turn, and `find -exec CMD`/`-delete` (read as
 //! CMD and as `rm`). A program that cannot be known without running it (a
-//! substitution, a variable, a glob or a brace expansion in its place, or a
-//! script built from one) is marked `Unknowable`: it matches every deny
-//! rule and no allow rule.
+//! substitution, a variable, a glob or a brace expansion in its place, a
+//! script built from one, or a shell reading its script from its input) is
+//! marked `Unknowable`: it matches every deny rule and no allow rule.
 //!
 //! Each simple command gives one `Run` as written (quotes removed, the
 //! program's path kept) and, when they differ, one by base name and one for
@@ -685,7 +685,9 @@ fn follow(words: &[Word], at: usize, unknown: bool, part: &str, depth: usize, ou
     }
     if unknown && at + 1 < words.len() {
         let before = out.len();
-        command(&words[at + 1..], part, depth + 1, out);
+        // Each such fork doubles the readings below it: it costs more of
+        // the depth, so a line of many wrappers stays cheap.
+        command(&words[at + 1..], part, depth + 3, out);
         for r in &mut out[before..] {
             if r.kind == Kind::Runs {
                 r.kind = Kind::DenyOnly;
@@ -747,7 +749,7 @@ fn env(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
 /// `bash -c SCRIPT`, `sh -lc SCRIPT`, `bash -o pipefail -c SCRIPT`: the
 /// script is read as a command line of its own.
 fn shell_script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
-    let mut has_c = false;
+    let (mut has_c, mut has_s) = (false, false);
     let mut i = 1;
     while i < words.len() {
         let w = &words[i].value;
@@ -759,6 +761,7 @@ fn shell_script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
             [b'-' | b'+', b'-', ..] => i += 1, // `--login`, `--norc`
             [b'-' | b'+', rest @ ..] if !rest.is_empty() => {
                 has_c |= rest.contains(&b'c');
+                has_s |= rest.contains(&b's');
                 // `-o NAME`, `-O NAME`: the option takes the next word.
                 i += if rest.ends_with(b"o") || rest.ends_with(b"O") {
                     2
@@ -773,6 +776,10 @@ fn shell_script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
         if let Some(s) = words.get(i) {
             script(std::slice::from_ref(s), part, depth, out);
         }
+    } else if i >= words.len() || has_s {
+        // No script and no file: the shell runs what its input says
+        // (`curl ... | sh`), which is known only when it runs.
+        out.push(run(&joined(words), part, Kind::Unknowable));
     }
 }
 

@@ -151,6 +151,9 @@ fn a_program_that_cannot_be_known() {
         "eval \"$CMD\"",
         "sudo $(which rm) x",
         "X=1 $(printf rm) x",
+        "curl -s x | sh",
+        "echo 'rm x' | bash -s",
+        "echo 'rm x' | bash -s -- a b",
     ] {
         let k = kinds(line);
         assert!(
@@ -411,7 +414,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
         #[test]
         fn shell_like_input_never_panics(line in shellish()) {
