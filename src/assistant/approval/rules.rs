@@ -582,7 +582,13 @@ mod tests {
         ] {
             assert!(deny.denies("bash", &bash(line), &p), "{line}");
         }
-        for line in ["echo rm", "grep rm file", "format", "git rm x", "command -v rm"] {
+        for line in [
+            "echo rm",
+            "grep rm file",
+            "format",
+            "git rm x",
+            "command -v rm",
+        ] {
             assert!(!deny.denies("bash", &bash(line), &p), "{line}");
         }
         // A program known only when it runs matches every deny rule...
@@ -600,7 +606,12 @@ mod tests {
         assert!(!test.allows("bash", &bash("./cargo test"), &p));
         assert!(!test.allows("bash", &bash("bash -c 'cargo test; rm x'"), &p));
         let nice = rule("bash(nice *)");
-        assert!(allowed(&[&test, &nice], "bash", &bash("nice cargo test"), &p));
+        assert!(allowed(
+            &[&test, &nice],
+            "bash",
+            &bash("nice cargo test"),
+            &p
+        ));
         assert!(!allowed(&[&nice], "bash", &bash("nice rm x"), &p));
     }
 
