@@ -311,7 +311,15 @@ fn word_at(text: &str, mut i: usize) -> (Word, usize) {
                 let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
                 match ch {
                     '*' | '?' => w.pattern = true,
-                    '[' if text[i..].contains(']') => w.pattern = true,
+                    // A bracket expression needs its `]` in the same word
+                    // (`[ -f x ]` is the test command, not a glob).
+                    '[' if text[i + 1..]
+                        .split([' ', '\t', '\n'])
+                        .next()
+                        .is_some_and(|rest| rest.contains(']')) =>
+                    {
+                        w.pattern = true
+                    }
                     '{' => brace_open = true,
                     ',' if brace_open => w.pattern = true,
                     '.' if brace_open && text[i..].starts_with("..") => w.pattern = true,

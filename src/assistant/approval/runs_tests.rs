@@ -162,7 +162,15 @@ fn a_program_that_cannot_be_known() {
         );
     }
     // In argument places an expansion is only a value.
-    for line in ["echo $(id)", "rm \"$f\"", "ls *.rs", "echo {a,b}"] {
+    for line in [
+        "echo $(id)",
+        "rm \"$f\"",
+        "ls *.rs",
+        "echo {a,b}",
+        "[ -f x ]",
+        "[[ -n $x ]] && echo y",
+        "test -d [ab]",
+    ] {
         let k = kinds(line);
         assert!(
             k.iter().all(|(_, k)| *k != Kind::Unknowable),
