@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::ikigai;
+use crate::common::model_server::{calls as model_calls, text, Api, ModelServer};
 use crate::common::{link, Output, Run};
 
 /// Links our tools into `home`'s system tool directory.
@@ -678,12 +679,16 @@ fn a_deny_rule_sees_through_wrappers_quotes_scripts_and_substitutions() {
         .chain(&look_alikes)
         .map(|c| ("bash", json!({ "command": c })))
         .collect();
-    let out = stub(home.path())
-        .args(["--approval", "auto", "--deny", "bash(rm*)", "-p"])
-        .arg(message(&calls))
+    // A scripted model asks for every call in one reply, then ends.
+    let server = ModelServer::start(Api::OpenAi, vec![model_calls(&calls), text("Done.")]);
+    link_tools(home.path());
+    let out = super::against(&server, home.path())
+        .args(["--approval", "auto", "--deny", "bash(rm*)", "-p", "tidy up"])
         .output();
     assert_eq!(out.code, 0, "{out:?}");
-    let got = seen(&out);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{out:?}");
+    let got = super::envelopes(Api::OpenAi, &requests[1].body);
     assert_eq!(got.len(), calls.len(), "{out:?}");
     for (command, (_, envelope)) in bypasses.iter().zip(&got) {
         assert_eq!(
