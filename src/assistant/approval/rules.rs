@@ -22,6 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use super::runs::{self, Kind, Run};
+use crate::host::text::clip;
 
 /// One rule as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,13 +163,14 @@ impl Command {
 /// cannot be known counts.
 pub fn matched(run: &Run) -> String {
     let part = run.part.trim();
+    // A long command is named by its start: the message must stay readable.
+    let text = clip(&run.text, 120);
     match run.kind {
-        Kind::Unknowable => format!(
-            "`{}`, whose program cannot be known without running it",
-            run.text
-        ),
-        _ if run.text == part || part.is_empty() => format!("`{}`", run.text),
-        _ => format!("`{}` (read from `{part}`)", run.text),
+        Kind::Unknowable => {
+            format!("`{text}`, whose program cannot be known without running it")
+        }
+        _ if run.text == part || part.is_empty() => format!("`{text}`"),
+        _ => format!("`{text}` (read from `{}`)", clip(part, 120)),
     }
 }
 

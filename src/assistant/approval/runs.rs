@@ -23,6 +23,8 @@
 //! and each level adds at most a few readings of text no longer than the
 //! input.
 
+use std::rc::Rc;
+
 use super::shell;
 
 /// Wrappers, `-c` scripts and `eval` followed this deep; deeper is
@@ -50,8 +52,9 @@ pub struct Run {
     /// Its words, blank-separated, quotes removed: what a pattern is
     /// matched against.
     pub text: String,
-    /// The simple command of the line it comes from, as written.
-    pub part: String,
+    /// The simple command of the line it comes from, as written; shared by
+    /// all the readings of one part, so that memory stays linear.
+    pub part: Rc<str>,
     /// It sends output into a file (decision 28: never allowed by a rule).
     pub writes_file: bool,
     pub kind: Kind,
@@ -66,8 +69,9 @@ pub fn read(command: &str) -> Vec<Run> {
 }
 
 fn read_into(script: &str, depth: usize, out: &mut Vec<Run>) {
+    let whole: Rc<str> = Rc::from(script);
     if depth > MAX_DEPTH {
-        out.push(run(script, script, Kind::Unknowable));
+        out.push(run(script, &whole, Kind::Unknowable));
         return;
     }
     match shell::split(script) {
@@ -77,7 +81,7 @@ fn read_into(script: &str, depth: usize, out: &mut Vec<Run>) {
                 simple(&part.text, depth, out);
                 if out.len() == before && part.writes_file {
                     // Only a redirection (`(a; b) > f`): still a write.
-                    out.push(run("", &part.text, Kind::Runs));
+                    out.push(run("", &Rc::from(part.text.as_str()), Kind::Runs));
                 }
                 for r in &mut out[before..] {
                     r.writes_file |= part.writes_file;
@@ -85,18 +89,18 @@ fn read_into(script: &str, depth: usize, out: &mut Vec<Run>) {
             }
         }
         Err(_) => {
-            out.push(run(script, script, Kind::Unreadable));
+            out.push(run(script, &whole, Kind::Unreadable));
             for piece in rough_pieces(script) {
-                out.push(run(piece, script, Kind::DenyOnly));
+                out.push(run(piece, &whole, Kind::DenyOnly));
             }
         }
     }
 }
 
-fn run(text: &str, part: &str, kind: Kind) -> Run {
+fn run(text: &str, part: &Rc<str>, kind: Kind) -> Run {
     Run {
         text: text.to_string(),
-        part: part.to_string(),
+        part: Rc::clone(part),
         writes_file: false,
         kind,
     }
@@ -523,7 +527,8 @@ fn base_name(program: &str) -> &str {
 fn simple(text: &str, depth: usize, out: &mut Vec<Run>) {
     let words = words(text);
     let before = out.len();
-    command(&words, text, depth, out);
+    let part: Rc<str> = Rc::from(text);
+    command(&words, &part, depth, out);
     // The part as written, quotes and all, for deny rules written that way.
     let normal = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
     if !text.trim().is_empty()
@@ -531,12 +536,12 @@ fn simple(text: &str, depth: usize, out: &mut Vec<Run>) {
             .iter()
             .all(|r| normal(&r.text) != normal(text))
     {
-        out.push(run(text.trim(), text, Kind::DenyOnly));
+        out.push(run(text.trim(), &part, Kind::DenyOnly));
     }
 }
 
 /// The readings of the command `words` (assignments may lead).
-fn command(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn command(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let first = words.iter().position(|w| !w.assignment);
     let Some(first) = first else {
         return; // assignments only: nothing runs
@@ -621,7 +626,7 @@ fn skip_options(words: &[Word], mut i: usize, o: &Options) -> (usize, bool, Stri
 
 /// What a command runs in its turn: the command a wrapper wraps, the
 /// script of `sh -c` or `eval`, what `find` runs.
-fn inner(base: &str, words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn inner(base: &str, words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let wrapped = |o: &Options, skip_operands: usize, out: &mut Vec<Run>| {
         let (at, unknown, seen) = skip_options(words, 1, o);
         follow(words, at + skip_operands, unknown, part, depth, out);
@@ -687,7 +692,14 @@ fn inner(base: &str, words: &[Word], part: &str, depth: usize, out: &mut Vec<Run
 
 /// The command at `words[at..]`, and when an unknown option came before
 /// it, also the one a word later, for deny rules.
-fn follow(words: &[Word], at: usize, unknown: bool, part: &str, depth: usize, out: &mut Vec<Run>) {
+fn follow(
+    words: &[Word],
+    at: usize,
+    unknown: bool,
+    part: &Rc<str>,
+    depth: usize,
+    out: &mut Vec<Run>,
+) {
     if at < words.len() {
         command(&words[at..], part, depth + 1, out);
     }
@@ -705,7 +717,7 @@ fn follow(words: &[Word], at: usize, unknown: bool, part: &str, depth: usize, ou
 }
 
 /// `env [-i] [-u NAME] [NAME=value]... [COMMAND]`, and `env -S 'STRING'`.
-fn env(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn env(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let mut i = 1;
     let mut unknown = false;
     while i < words.len() {
@@ -756,7 +768,7 @@ fn env(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
 
 /// `bash -c SCRIPT`, `sh -lc SCRIPT`, `bash -o pipefail -c SCRIPT`: the
 /// script is read as a command line of its own.
-fn shell_script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn shell_script(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let (mut has_c, mut has_s) = (false, false);
     let mut i = 1;
     while i < words.len() {
@@ -793,7 +805,7 @@ fn shell_script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
 
 /// A script given as words (eval joins them with blanks), read as a
 /// command line of its own; one built from an expansion is unknowable.
-fn script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn script(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let text = joined(words);
     if words.iter().any(|w| w.dynamic) {
         out.push(run(&text, part, Kind::Unknowable));
@@ -803,13 +815,13 @@ fn script(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
     read_into(&text, depth + 1, out);
     // Each reading names the part of the outer line it came from.
     for r in &mut out[before..] {
-        r.part = part.to_string();
+        r.part = Rc::clone(part);
     }
 }
 
 /// `find ... -exec CMD ... ;` (and `-execdir`, `-ok`, `-okdir`) runs CMD;
 /// `-delete` removes what it finds, read as `rm` of its starting points.
-fn find(words: &[Word], part: &str, depth: usize, out: &mut Vec<Run>) {
+fn find(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
     let starts: Vec<&str> = words[1..]
         .iter()
         .map(|w| w.value.as_str())

@@ -125,7 +125,7 @@ fn scripts_of_sh_c_and_eval_are_read_in_turn() {
     // Each reading names the part of the line it came from.
     let r = read("ls; bash -c 'rm x'");
     let rm = r.iter().find(|r| r.text == "rm x").unwrap();
-    assert_eq!(rm.part, "bash -c 'rm x'");
+    assert_eq!(&*rm.part, "bash -c 'rm x'");
     // A script that cannot be read: refused by allow rules, pieces for deny.
     let open = kinds("bash -c 'echo \"open; rm x'");
     assert!(open.iter().any(|(_, k)| *k == Kind::Unreadable), "{open:?}");
@@ -411,7 +411,8 @@ mod properties {
     }
 
     /// Output bounded by the input: no reading is longer than the line
-    /// (plus what a reading adds: `rm `, `…`), and there are few of them.
+    /// (plus what a reading adds: `rm `, `…`), there are few of them, and
+    /// all of them together are a fixed multiple of the line.
     fn bounded(line: &str) {
         let runs = read(line);
         let n = line.len() + 16;
@@ -419,6 +420,31 @@ mod properties {
         for r in &runs {
             assert!(r.text.len() <= 4 * n, "{line:?}: {:?}", r.text);
         }
+        // In all, a fixed multiple of the line: memory grows with the
+        // line's length, never with its nesting.
+        let mut parts: Vec<&Rc<str>> = runs.iter().map(|r| &r.part).collect();
+        parts.dedup_by(|a, b| Rc::ptr_eq(a, b));
+        let total: usize = runs.iter().map(|r| r.text.len()).sum::<usize>()
+            + parts.iter().map(|p| p.len()).sum::<usize>();
+        assert!(total <= 256 * n, "{total} bytes of readings for {line:?}");
+    }
+
+    /// Lines built to nest as deep as they can: substitutions, subshells,
+    /// `bash -c` in quotes, wrappers on wrappers, `eval` on `eval`.
+    #[test]
+    fn deep_nesting_stays_bounded() {
+        for k in [1, 10, 63, 64, 65, 1000, 20_000] {
+            bounded(&("echo $(".repeat(k) + "rm x" + &")".repeat(k)));
+            bounded(&("(".repeat(k) + "rm x" + &")".repeat(k)));
+            bounded(&("nice ".repeat(k) + "rm x"));
+            bounded(&("eval ".repeat(k) + "rm x"));
+            bounded(&("timeout --x 1 ".repeat(k) + "rm x"));
+            bounded(&("bash -c \"".repeat(k.min(2000)) + "rm x" + &"\"".repeat(k.min(2000))));
+            bounded(&("find -exec ".repeat(k) + "rm x"));
+        }
+        // Past the depth, what runs is unknowable: every deny rule matches.
+        let deep = "nice ".repeat(20) + "rm x";
+        assert!(read(&deep).iter().any(|r| r.kind == Kind::Unknowable));
     }
 
     proptest! {
