@@ -748,15 +748,12 @@ fn env(words: &[Word], part: &Rc<str>, depth: usize, out: &mut Vec<Run>) {
             i += 1;
             continue;
         }
-        if w == "--" {
+        // `-` is `-i`; `--` ends the options, assignments may follow.
+        if w == "-" || w == "--" {
             i += 1;
             continue;
         }
-        if w == "-" || !w.starts_with('-') {
-            if w == "-" {
-                i += 1;
-                continue;
-            }
+        if !w.starts_with('-') {
             break;
         }
         let (at, u, _) = skip_options(words, i, &ENV);
