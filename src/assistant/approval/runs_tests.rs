@@ -478,7 +478,8 @@ mod properties {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200_000, ..ProptestConfig::default() })]
 
-        /// The long run: `cargo test -- --ignored long_run`.
+        /// The long run (minutes; faster with `--release`):
+        /// `cargo test -- --ignored long_run`.
         #[test]
         #[ignore]
         fn long_run_shell_like_input(line in shellish()) {
