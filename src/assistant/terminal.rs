@@ -9,7 +9,9 @@
 //! one within two seconds leaves. Colours follow `NO_COLOR` and are off for
 //! a stream that is not a terminal; a reply written to a pipe is the
 //! model's markdown exactly. Lines from a non-terminal stdin are handled
-//! one by one, commands and messages alike.
+//! one by one, commands and messages alike. Whatever a model or a tool
+//! supplied reaches the terminal through `render::visible` (decision 59):
+//! its control characters are shown, never obeyed.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
@@ -37,7 +39,7 @@ use super::keys;
 use super::model::{Message, ToolCall, Usage};
 use super::render::calls::{self, Before};
 use super::render::markdown::{self, Form, Markdown};
-use super::render::{self, Paint};
+use super::render::{self, visible, Paint};
 use super::session::{self, sessions_dir, Session};
 use crate::host::call::CallOutcome;
 use crate::host::signals;
@@ -149,31 +151,13 @@ impl Live {
     }
 }
 
-/// A line of a program's output as plain text: what follows its last
-/// carriage return (a progress bar's latest state), without escape
-/// sequences or control characters, tabs as spaces.
+/// A line of a program's output as the person sees it: what follows its
+/// last carriage return (a progress bar's latest state), tabs as spaces,
+/// any other control character shown, not obeyed (decision 59).
 fn printable(line: &str) -> String {
     let line = line.trim_end_matches(['\n', '\r']);
     let line = line.rsplit('\r').next().unwrap_or(line);
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => {
-                if chars.next() == Some('[') {
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-            }
-            '\t' => out.push_str("    "),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    visible(&line.replace('\t', "    ")).into_owned()
 }
 
 /// `text` cut to `max` columns.
@@ -324,7 +308,7 @@ impl Ui for TermUi {
             } else {
                 Duration::ZERO
             };
-            self.spinner = Some(Spinner::start(what, self.err, delay));
+            self.spinner = Some(Spinner::start(&visible(what), self.err, delay));
         }
     }
 
@@ -365,8 +349,10 @@ impl Ui for TermUi {
             "{} {}",
             self.err.cyan("→"),
             // One line on the screen: the arrow and a space take two columns.
-            self.err
-                .bold(&short_call(call, self.width.saturating_sub(2).min(100)))
+            self.err.bold(&visible(&short_call(
+                call,
+                self.width.saturating_sub(2).min(100)
+            )))
         );
         self.line(&text);
     }
@@ -434,17 +420,17 @@ impl Ui for TermUi {
             Some(content) => content.to_string(),
             None => event.to_string(),
         };
-        let text = self.err.dim_yellow(&text);
+        let text = self.err.dim_yellow(&visible(&text));
         self.line(&text);
     }
 
     fn notice(&mut self, text: &str) {
-        let text = self.err.dim(text);
+        let text = self.err.dim(&visible(text));
         self.line(&text);
     }
 
     fn error(&mut self, text: &str) {
-        let text = self.err.red(&format!("error: {text}"));
+        let text = self.err.red(&format!("error: {}", visible(text)));
         self.line(&text);
     }
 }
@@ -651,7 +637,7 @@ fn list_sessions(conversation: &Conversation, ui: &mut TermUi, env: &Env) {
                 } else {
                     " "
                 };
-                let first = clip(&s.first.replace('\n', " "), 50);
+                let first = visible(&clip(&s.first.replace('\n', " "), 50)).into_owned();
                 text += &format!(
                     "{mark} {}  {:>10}  {:>3} messages  {first}\n",
                     s.id,
@@ -730,7 +716,11 @@ pub fn show_history(messages: &[Message], exchanges: usize) {
             Message::User { text: said } => {
                 for (i, line) in said.lines().enumerate() {
                     let lead = if i == 0 { "> " } else { "  " };
-                    text += &format!("{}{}\n", paint.bold(&paint.cyan(lead)), paint.bold(line));
+                    text += &format!(
+                        "{}{}\n",
+                        paint.bold(&paint.cyan(lead)),
+                        paint.bold(&visible(line))
+                    );
                 }
             }
             Message::Assistant {
@@ -744,20 +734,20 @@ pub fn show_history(messages: &[Message], exchanges: usize) {
                     text += &format!(
                         "{} {}\n",
                         paint.cyan("→"),
-                        paint.dim(&short_call(call, 100))
+                        paint.dim(&visible(&short_call(call, 100)))
                     );
                 }
             }
             Message::Tool { results } => {
                 for r in results {
                     let line = if r.success() {
-                        format!("{} {}", paint.green("✓"), paint.dim(&r.name))
+                        format!("{} {}", paint.green("✓"), paint.dim(&visible(&r.name)))
                     } else {
                         let code = r.envelope["error_code"].as_str().unwrap_or("failed");
                         format!(
                             "{} {}",
                             paint.red("✗"),
-                            paint.dim(&format!("{}: {code}", r.name))
+                            paint.dim(&visible(&format!("{}: {code}", r.name)))
                         )
                     };
                     text += &line;
@@ -927,7 +917,10 @@ mod tests {
     #[test]
     fn output_lines_as_plain_text() {
         assert_eq!(printable("10%\r50%\r100%\n"), "100%");
-        assert_eq!(printable("\x1b[31mred\x1b[0m\tx\x07"), "red    x");
+        assert_eq!(
+            printable("\x1b[2K\x1b[1Ared\tx\x07"),
+            r"\e[2K\e[1Ared    x<U+0007>"
+        );
         let mut live = Live::default();
         live.push(b"1\n2\n3\n4\n5\n6\npart");
         assert_eq!(live.shown(), ["3", "4", "5", "6", "part"]);

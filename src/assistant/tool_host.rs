@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::commands::{self, Flow, HostState};
 use super::conversation::ToolHost;
+use super::render::visible;
 use super::terminal::{say, Commands};
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
@@ -144,7 +145,10 @@ impl Commands for &Tools {
         self.settle();
         let mut guard = self.state.write().unwrap_or_else(|e| e.into_inner());
         let state = guard.as_mut().expect("settled state");
-        let flow = commands::execute(line, state, &mut |text| say(&format!("{text}\n")));
+        // Tool descriptions and answers are the tools' words (decision 59).
+        let flow = commands::execute(line, state, &mut |text| {
+            say(&format!("{}\n", visible(text)))
+        });
         flow == Flow::Continue
     }
 }

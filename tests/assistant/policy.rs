@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::ikigai;
+use crate::common::model_server::{calls as model_calls, text, Api, ModelServer};
 use crate::common::{link, Output, Run};
 
 /// Links our tools into `home`'s system tool directory.
@@ -171,10 +172,10 @@ fn auto_runs_what_no_deny_rule_matches_and_deny_wins() {
     assert_eq!(out.code, 0, "{out:?}");
     let got = seen(&out);
     assert_eq!(got[0].1["result"]["output"], "ok");
-    for (_, refused) in &got[1..3] {
+    for ((_, refused), part) in got[1..3].iter().zip(["rm -f keep.txt", "rm keep.txt"]) {
         assert_eq!(
             *refused,
-            json!({"tool_success": false, "error": "Denied by the rule bash(rm *) (--deny); do not try to get around it, ask the user instead",
+            json!({"tool_success": false, "error": format!("Denied by the rule bash(rm *) (--deny), which matches `{part}`; do not try to get around it, ask the user instead"),
                    "error_code": "PERMISSION_DENIED", "exit_code": null, "stdout": "", "stderr": ""})
         );
     }
@@ -244,7 +245,7 @@ fn the_config_file_sets_rules_and_options_beat_the_environment_beat_the_file() {
     assert_eq!(
         error,
         format!(
-            "Denied by the rule bash(curl *) ({}, line 5); do not try to get around it, ask the user instead",
+            "Denied by the rule bash(curl *) ({}, line 5), which matches `curl -s http://127.0.0.1:9`; do not try to get around it, ask the user instead",
             file.display()
         )
     );
@@ -643,4 +644,131 @@ fn at_a_terminal_a_write_the_sandbox_refused_runs_again_outside_it_on_y() {
     t.keys(&["y", "Enter"]);
     t.expect("[exit 0]", 1);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi\n");
+}
+
+/// Decision 100: a deny rule sees through the shell. Every way of running
+/// `rm` that once slipped past `bash(rm*)`, each run through the assistant
+/// in auto mode, is refused and leaves the file in place; commands that
+/// only look alike still run.
+#[test]
+fn a_deny_rule_sees_through_wrappers_quotes_scripts_and_substitutions() {
+    let home = home();
+    std::fs::write(home.path().join("x"), "rm is in here\n").unwrap();
+    std::fs::write(home.path().join("y"), "").unwrap();
+    let bypasses = [
+        "X=1 rm -f x",
+        "command rm -f x",
+        r"\rm -f x",
+        "/bin/rm -f x",
+        "env rm -f x",
+        "exec rm -f x",
+        "nice rm -f x",
+        "timeout 5 rm -f x",
+        "bash -c 'rm -f x'",
+        "eval 'rm -f x'",
+        "r''m -f x",
+        "$(echo rm) -f x",
+        "echo x | xargs rm -f",
+        "find . -name x -delete",
+        "sh -lc \"cd . && rm -f x\"",
+        "/usr/bin/env -i nice -n 1 rm -f x",
+    ];
+    let look_alikes = ["echo rm", "grep rm x", "format", "unlink y"];
+    let calls: Vec<(&str, Value)> = bypasses
+        .iter()
+        .chain(&look_alikes)
+        .map(|c| ("bash", json!({ "command": c })))
+        .collect();
+    // A scripted model asks for every call in one reply, then ends.
+    let server = ModelServer::start(Api::OpenAi, vec![model_calls(&calls), text("Done.")]);
+    link_tools(home.path());
+    let out = super::against(&server, home.path())
+        .args(["--approval", "auto", "--deny", "bash(rm*)", "-p", "tidy up"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{out:?}");
+    let got = super::envelopes(Api::OpenAi, &requests[1].body);
+    assert_eq!(got.len(), calls.len(), "{out:?}");
+    for (command, (_, envelope)) in bypasses.iter().zip(&got) {
+        assert_eq!(
+            envelope["error_code"], "PERMISSION_DENIED",
+            "{command}: {envelope}"
+        );
+        let error = envelope["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Denied by the rule bash(rm*) (--deny), which matches `"),
+            "{command}: {error}"
+        );
+    }
+    // The refusal names what matched, as the shell would run it.
+    assert!(
+        got[2].1["error"].as_str().unwrap().contains("`rm -f x`"),
+        "{:?}",
+        got[2]
+    );
+    assert!(
+        got[11].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("whose program cannot be known without running it"),
+        "{:?}",
+        got[11]
+    );
+    assert!(home.path().join("x").exists(), "a denied call ran");
+    for (command, (_, envelope)) in look_alikes.iter().zip(&got[bypasses.len()..]) {
+        assert_ne!(
+            envelope["error_code"], "PERMISSION_DENIED",
+            "{command}: {envelope}"
+        );
+    }
+    assert_eq!(got[bypasses.len()].1["result"]["output"], "rm");
+    assert_eq!(
+        got[bypasses.len() + 1].1["result"]["output"],
+        "rm is in here"
+    );
+    // The last look-alike ran in the same directory: the calls were live.
+    assert!(!home.path().join("y").exists(), "unlink y did not run");
+}
+
+/// Decision 59 at a real terminal: a command holding cursor movements, a
+/// carriage return and a bidirectional override is shown with them
+/// visible, whole; the prompt says so before it asks, and the question is
+/// not overwritten.
+#[test]
+fn at_a_terminal_a_command_cannot_hide_what_runs() {
+    if tmux_missing() {
+        return;
+    }
+    let home = home();
+    link_tools(home.path());
+    let command = "touch pwned; : \u{1b}[2K\r\u{1b}[1A\u{202e}echo harmless";
+    let msg = message(&[("bash", json!({ "command": command }))]);
+    let t = Tmux::start(home.path(), &["-p", &msg]);
+    let screen = t.expect("Run it?", 1);
+    assert!(
+        screen.contains(
+            "bash wants to run:\n  touch pwned; : \\e[2K\\r\\e[1A<U+202E>echo harmless\n"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(
+            "Warning: The command holds control or invisible characters (shown above as \\e, \\r \
+             or <U+XXXX>); they are part of what would run."
+        ),
+        "{screen}"
+    );
+    // How the rules read it: each command, and why none is allowed.
+    assert!(
+        screen.contains("  `touch pwned`: no allow rule matches it"),
+        "{screen}"
+    );
+    assert!(screen.contains("Run it? y yes / n no / a yes"), "{screen}");
+    t.keys(&["n", "Enter"]);
+    t.expect("Tell the model why", 1);
+    t.keys(&["Enter"]);
+    let screen = t.expect("[exit ", 1);
+    assert!(screen.contains("[exit 0]"), "{screen}");
+    assert!(!home.path().join("pwned").exists());
 }

@@ -647,3 +647,53 @@ fn one_shot_texts_say_nothing_of_a_next_message() {
         out.stderr
     );
 }
+
+/// Decision 59: what a model or a tool wrote is shown, never obeyed: the
+/// reply's, the call line's and the live output's escape sequences,
+/// carriage returns and bidirectional overrides reach the terminal as
+/// visible text, while the renderer's own colours still work.
+#[test]
+fn control_characters_from_the_model_and_tools_are_shown_not_obeyed() {
+    let home = tempfile::tempdir().unwrap();
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            crate::common::model_server::calls(&[(
+                "bash",
+                serde_json::json!({
+                    "command": "printf 'o\\033[2J\\033]0;t\\007\\n' # \u{1b}[1A\rhid"
+                }),
+            )]),
+            text("Reply \x1b[2J\x1b]0;pwned\x07with **strong** and \u{202e}txt.\r\nThe end."),
+        ],
+    );
+    let cmd = pointed_at(&server, home.path());
+    std::os::unix::fs::symlink(
+        crate::common::link("bash"),
+        home.path().join("libexec/bash"),
+    )
+    .unwrap();
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("go\r");
+    pty.expect("The end.");
+    let screen = pty.leave(2);
+    for obeyed in ["\x1b[2J", "\x1b]0;", "\x1b[1A", "\u{202e}", "\x07"] {
+        assert!(
+            !screen.contains(obeyed),
+            "{obeyed:?} reached the terminal: {screen:?}"
+        );
+    }
+    for shown in [
+        // The reply, its CRLF line end taken as a line end.
+        r"Reply \e[2J\e]0;pwned<U+0007>with ",
+        "<U+202E>txt.\r\n",
+        // The finished call's line and the live output.
+        r"# \e[1A\rhid (exit 0",
+        r"o\e[2J\e]0;t<U+0007>",
+    ] {
+        assert!(screen.contains(shown), "{shown:?} missing from {screen:?}");
+    }
+    // The renderer's own colour codes still work.
+    assert!(screen.contains("\x1b[1mstrong\x1b[0m"), "{screen:?}");
+}

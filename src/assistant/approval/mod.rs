@@ -23,11 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use super::render::Paint;
+use super::render::{visible, Paint};
 use rules::{Place, Rule};
 
 pub mod preview;
 pub mod rules;
+pub mod runs;
 pub mod shell;
 
 /// `--approval`, `IKIGAI_APPROVAL`, config `approval`: one type, which
@@ -142,13 +143,19 @@ impl Approval {
         read_only: bool,
         cancel: &AtomicBool,
     ) -> Verdict {
-        if let Some(d) = self
-            .deny
-            .iter()
-            .find(|d| d.rule.denies(tool, arguments, &self.place))
-        {
+        let denial = self.deny.iter().find_map(|d| {
+            d.rule
+                .refuses(tool, arguments, &self.place)
+                .map(|what| (d, what))
+        });
+        if let Some((d, what)) = denial {
+            let what = if what.is_empty() {
+                String::new()
+            } else {
+                format!(", which matches {what}")
+            };
             return Verdict::Refuse(format!(
-                "Denied by the rule {} ({}); do not try to get around it, ask the user instead",
+                "Denied by the rule {} ({}){what}; do not try to get around it, ask the user instead",
                 d.rule, d.from
             ));
         }
@@ -187,6 +194,22 @@ impl Approval {
             .join(", ");
         let paint = prompter.paint();
         prompter.show(&preview::describe(tool, arguments, paint));
+        if let Some(flag) = preview::hidden_characters(tool, arguments) {
+            prompter.show(&paint.bold(&flag));
+        }
+        if tool == "bash" {
+            let rules: Vec<&Rule> = self
+                .allow
+                .iter()
+                .map(|s| &s.rule)
+                .chain(&self.session)
+                .filter(|r| r.tool == "bash")
+                .collect();
+            if let Some(reading) = preview::reading(arguments, &rules) {
+                prompter.show(&paint.dim(&reading));
+            }
+        }
+        let listed = visible(&listed).into_owned();
         let question =
             format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
         loop {
@@ -227,7 +250,10 @@ impl Approval {
         let Some(prompter) = self.prompter.as_mut() else {
             return false;
         };
-        prompter.show(&format!("{tool} failed inside the sandbox: {why}"));
+        prompter.show(&format!(
+            "{tool} failed inside the sandbox: {}",
+            visible(why)
+        ));
         let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);
         matches!(
             answer.as_deref().map(str::trim),
@@ -245,11 +271,14 @@ fn always_rules(tool: &str, arguments: &Value) -> Vec<Rule> {
             pattern: None,
         }];
     }
+    // Each command it runs that a rule could allow (decision 100).
     let command = rules::Command::of(arguments);
-    let texts: Vec<String> = match command.parts {
-        Some(parts) => parts.into_iter().map(|p| p.text).collect(),
-        None => vec![command.raw],
-    };
+    let texts: Vec<String> = command
+        .runs
+        .into_iter()
+        .filter(|r| r.kind != runs::Kind::DenyOnly)
+        .map(|r| r.text)
+        .collect();
     let mut out: Vec<Rule> = Vec::new();
     for text in texts.iter().filter(|t| !t.trim().is_empty()) {
         let rule = Rule::first_words(text);
@@ -412,7 +441,8 @@ mod tests {
         assert_eq!(
             a.check("bash", &bash("cargo build && rm -rf target"), false, &NO),
             Verdict::Refuse(
-                "Denied by the rule bash(rm *) (--deny); do not try to get around it, ask the user instead"
+                "Denied by the rule bash(rm *) (--deny), which matches `rm -rf target`; do not try \
+                 to get around it, ask the user instead"
                     .into()
             )
         );
@@ -528,7 +558,7 @@ mod tests {
             Verdict::Run
         );
         assert!(
-            s.seen()[1].contains("allow bash(make *), bash(ls -la *)"),
+            s.seen()[2].contains("allow bash(make *), bash(ls -la *)"),
             "{:?}",
             s.seen()
         );
@@ -542,6 +572,63 @@ mod tests {
         let e = json!({"file_path": "/nonexistent/e", "old_string": "a", "new_string": "b"});
         assert_eq!(a.check("file_edit", &e, false, &NO), Verdict::Run);
         assert_eq!(a.check("file_edit", &e, false, &NO), Verdict::Run);
+    }
+
+    #[test]
+    fn the_prompt_names_which_rule_matched_each_command() {
+        let s = Script::new(&["n", ""]);
+        let mut a = approval(Mode::Ask, &["bash(cargo test*)"], &[], Some(&s));
+        let line = "cargo test && X=1 /bin/rm -f x > log";
+        assert!(matches!(
+            a.check("bash", &bash(line), false, &NO),
+            Verdict::Refuse(_)
+        ));
+        let seen = s.seen();
+        assert_eq!(seen[0], format!("bash wants to run:\n  {line}"));
+        assert_eq!(
+            seen[1],
+            "As the rules read it:\n  `cargo test`: allowed by bash(cargo test*)\n  \
+             `/bin/rm -f x` (read from `X=1 /bin/rm -f x > log`): it writes into a file, \
+             which only you can allow\n  `rm -f x` (read from `X=1 /bin/rm -f x > log`): it \
+             writes into a file, which only you can allow"
+        );
+        assert!(seen[2].starts_with("Run it?"), "{seen:?}");
+    }
+
+    #[test]
+    fn the_prompt_shows_hidden_characters_and_says_so() {
+        let s = Script::new(&["n", ""]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        let line = "rm -rf ~/x\r\x1b[2K\x1b[1Aecho harmless \u{202e}";
+        a.check("bash", &bash(line), false, &NO);
+        let seen = s.seen();
+        assert_eq!(
+            seen[0],
+            "bash wants to run:\n  rm -rf ~/x\\r\\e[2K\\e[1Aecho harmless <U+202E>"
+        );
+        assert!(
+            seen[1].starts_with("Warning: The command holds control or invisible characters"),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter().all(|t| !t.contains(['\x1b', '\r', '\u{202e}'])),
+            "{seen:?}"
+        );
+        // Any other tool's arguments too.
+        let s = Script::new(&["n", ""]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        a.check("mcp__x__y", &json!({"q": "a\u{202e}b\u{9b}"}), false, &NO);
+        let seen = s.seen();
+        assert!(seen[0].contains("a<U+202E>b<U+009B>"), "{seen:?}");
+        assert!(
+            seen[1].starts_with("Warning: The arguments hold"),
+            "{seen:?}"
+        );
+        // A plain command has neither line.
+        let s = Script::new(&["n", ""]);
+        let mut a = approval(Mode::Ask, &[], &[], Some(&s));
+        a.check("bash", &bash("ls -la"), false, &NO);
+        assert!(s.seen()[1].starts_with("Run it?"), "{:?}", s.seen());
     }
 
     #[test]

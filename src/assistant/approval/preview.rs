@@ -2,13 +2,23 @@
 //! file_write and file_edit the unified diff the call would make to the
 //! file as it is now (coloured when the terminal allows), for any other
 //! tool its arguments. Reads the file; writes nothing.
+//!
+//! What the model wrote is shown, never obeyed (decision 59): its control
+//! characters appear as `\e`, `\r`, `<U+202E>`, and a line says so before
+//! the question, since what runs is the text with those characters. For
+//! bash, a second block says how the rules read the command (decision 100):
+//! each command it runs and the allow rule that matches it, or why none
+//! does.
 
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::super::render::diff::{read_text, unified, MAX_FILE_BYTES};
+use super::super::render::visible::{hides, visible};
 use super::super::render::Paint;
+use super::rules::{self, AllowVerdict, Rule};
+use super::runs::Kind;
 
 /// The most diff lines shown; the rest is counted.
 const MAX_DIFF_LINES: usize = 400;
@@ -19,11 +29,16 @@ pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
     match (tool, path) {
         ("bash", _) => {
             let command = arguments["command"].as_str().unwrap_or("");
-            format!("{} wants to run:\n{}", paint.bold("bash"), indent(command))
+            format!(
+                "{} wants to run:\n{}",
+                paint.bold("bash"),
+                indent(&visible(command))
+            )
         }
-        ("file_write", Some(path)) => {
+        ("file_write", Some(raw_path)) => {
+            let path = visible(raw_path);
             let new = arguments["content"].as_str().unwrap_or("");
-            let (old, what) = match read_text(Path::new(path)) {
+            let (old, what) = match read_text(Path::new(raw_path)) {
                 Ok(text) => (Ok(text), "overwrite"),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Ok(String::new()), "create"),
                 Err(e) => (Err(e), "overwrite"),
@@ -40,18 +55,80 @@ pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
             )
         }
         ("file_edit", Some(path)) => {
-            let head = format!("{} wants to edit {path}:", paint.bold("file_edit"));
+            let head = format!(
+                "{} wants to edit {}:",
+                paint.bold("file_edit"),
+                visible(path)
+            );
             match edited(path, arguments) {
                 Ok((old, new)) => format!("{head}\n{}", diff(&old, &new, paint)),
-                Err(why) => format!("{head} {why}\n{}", indent(&pretty(arguments))),
+                Err(why) => format!("{head} {why}\n{}", indent(&visible(&pretty(arguments)))),
             }
         }
         _ => format!(
             "{} wants to run with:\n{}",
-            paint.bold(tool),
-            indent(&pretty(arguments))
+            paint.bold(&visible(tool)),
+            indent(&visible(&pretty(arguments)))
         ),
     }
+}
+
+/// The line shown before the question when the call's arguments hold
+/// characters a terminal would act on or hide: the person must know that
+/// what runs is not only what they can read.
+pub fn hidden_characters(tool: &str, arguments: &Value) -> Option<String> {
+    if !holds_hidden(arguments) {
+        return None;
+    }
+    let what = if tool == "bash" {
+        "The command holds"
+    } else {
+        "The arguments hold"
+    };
+    Some(format!(
+        "Warning: {what} control or invisible characters (shown above as \\e, \\r or \
+         <U+XXXX>); they are part of what would run."
+    ))
+}
+
+fn holds_hidden(value: &Value) -> bool {
+    match value {
+        Value::String(s) => hides(s),
+        Value::Array(items) => items.iter().any(holds_hidden),
+        Value::Object(map) => map.iter().any(|(k, v)| hides(k) || holds_hidden(v)),
+        _ => false,
+    }
+}
+
+/// How the rules read a bash command: each command it runs and the allow
+/// rule that matches it, or why none does. None when there is nothing to
+/// add to the command as shown (one plain command, no rules for bash).
+pub fn reading(arguments: &Value, rules: &[&Rule]) -> Option<String> {
+    let command = rules::Command::of(arguments);
+    let mut lines: Vec<String> = Vec::new();
+    for run in command.runs.iter().filter(|r| r.kind != Kind::DenyOnly) {
+        let why = match rules::allow_verdict(rules, run) {
+            AllowVerdict::By(rule) => format!("allowed by {rule}"),
+            AllowVerdict::NotJudged => continue,
+            AllowVerdict::Refused => match run.kind {
+                Kind::Unknowable => "its program cannot be known without running it".into(),
+                Kind::Unreadable => "it cannot be read (an unclosed quote or bracket)".into(),
+                _ if run.writes_file => "it writes into a file, which only you can allow".into(),
+                _ => "no allow rule matches it".into(),
+            },
+        };
+        let line = format!("  {}: {why}", rules::matched(run));
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    let plain = command.runs.len() == 1
+        && command.runs[0].kind == Kind::Runs
+        && command.runs[0].text == command.raw.trim();
+    if lines.is_empty() || (plain && rules.is_empty()) {
+        return None;
+    }
+    Some(visible(&format!("As the rules read it:\n{}", lines.join("\n"))).into_owned())
 }
 
 /// The file before and after the edit, or why the edit will not apply.

@@ -2,9 +2,11 @@
 //! `TOOL(PATTERN)`, where the pattern's meaning depends on the tool:
 //!
 //! - `bash(PATTERN)`: the command, `*` matching any text (`bash(cargo
-//!   test*)`). A command is judged part by part (see `shell`): an allow rule
-//!   must match every part, and a part that writes into a file is never
-//!   allowed by a rule; a deny rule that matches any part denies the whole.
+//!   test*)`). A command is judged by what it runs (see `runs`, decision
+//!   100): an allow rule set must match every command it reads, and one that
+//!   writes into a file is never allowed by a rule; a deny rule that matches
+//!   any of them denies the whole, and a command whose program cannot be
+//!   known matches every deny rule and no allow rule.
 //! - `file_read`, `file_write`, `file_edit` (their `file_path`), `glob`,
 //!   `grep` (their `path`, default `.`): a glob on the path (`*` within a
 //!   directory, `**` across directories, `?` one character), both taken
@@ -19,7 +21,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use super::shell;
+use super::runs::{self, Kind, Run};
+use crate::host::text::clip;
 
 /// One rule as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,19 +144,40 @@ pub struct Place {
     pub home: Option<PathBuf>,
 }
 
-/// A bash command read for the rules: its parts, or None when it cannot
-/// be read (then no allow rule matches, and deny rules see it whole).
+/// A bash command read for the rules: what it runs.
 pub struct Command {
     pub raw: String,
-    pub parts: Option<Vec<shell::Part>>,
+    pub runs: Vec<Run>,
 }
 
 impl Command {
     pub fn of(arguments: &Value) -> Command {
         let raw = arguments["command"].as_str().unwrap_or("").to_string();
-        let parts = shell::split(&raw).ok();
-        Command { raw, parts }
+        let runs = runs::read(&raw);
+        Command { raw, runs }
     }
+}
+
+/// What a deny rule matched, in words for the person and the model:
+/// `rm -f x`, `rm -f x` (read from `X=1 rm -f x`), or why a program that
+/// cannot be known counts.
+pub fn matched(run: &Run) -> String {
+    let part = run.part.trim();
+    // A long command is named by its start: the message must stay readable.
+    let text = clip(&run.text, 120);
+    match run.kind {
+        Kind::Unknowable => {
+            format!("`{text}`, whose program cannot be known without running it")
+        }
+        _ if run.text == part || part.is_empty() => format!("`{text}`"),
+        _ => format!("`{text}` (read from `{}`)", clip(part, 120)),
+    }
+}
+
+/// Whether `pattern` matches a reading of a bash command, as a deny rule:
+/// every deny rule matches a command that cannot be known.
+fn deny_matches(pattern: &Pattern, run: &Run) -> bool {
+    run.kind == Kind::Unknowable || command_matches(pattern, &run.text)
 }
 
 impl Rule {
@@ -164,26 +188,27 @@ impl Rule {
     }
 
     /// Whether this deny rule refuses the call.
+    #[cfg(test)]
     pub fn denies(&self, tool: &str, arguments: &Value, place: &Place) -> bool {
+        self.refuses(tool, arguments, place).is_some()
+    }
+
+    /// Whether this deny rule refuses the call: None when it does not;
+    /// for a bash pattern, what it matched (`matched`), else "".
+    pub fn refuses(&self, tool: &str, arguments: &Value, place: &Place) -> Option<String> {
         if self.tool != tool {
-            return false;
+            return None;
         }
         match &self.pattern {
-            None => true,
-            Some(pattern) if tool == "bash" => {
-                let command = Command::of(arguments);
-                match command.parts {
-                    Some(parts) => parts.iter().any(|p| command_matches(pattern, &p.text)),
-                    // Unreadable: judged whole, and piece by piece at every
-                    // character that could separate commands, quotes or not.
-                    None => {
-                        command_matches(pattern, &command.raw)
-                            || rough_pieces(&command.raw)
-                                .any(|piece| command_matches(pattern, piece))
-                    }
-                }
-            }
-            Some(pattern) => self.matches_other(pattern, tool, arguments, place),
+            None => Some(String::new()),
+            Some(pattern) if tool == "bash" => Command::of(arguments)
+                .runs
+                .iter()
+                .find(|r| deny_matches(pattern, r))
+                .map(matched),
+            Some(pattern) => self
+                .matches_other(pattern, tool, arguments, place)
+                .then(String::new),
         }
     }
 
@@ -233,42 +258,45 @@ pub fn allowed(rules: &[&Rule], tool: &str, arguments: &Value, place: &Place) ->
                 .is_some_and(|p| r.matches_other(p, tool, arguments, place))
         });
     }
-    match Command::of(arguments).parts {
-        Some(parts) if !parts.is_empty() => parts.iter().all(|part| {
-            !part.writes_file
-                && mine.iter().any(|r| {
-                    r.pattern
-                        .as_ref()
-                        .is_some_and(|p| command_matches(p, &part.text))
-                })
-        }),
-        _ => false,
+    let runs = Command::of(arguments).runs;
+    !runs.is_empty()
+        && runs
+            .iter()
+            .all(|run| allow_verdict(&mine, run) != AllowVerdict::Refused)
+}
+
+/// How the allow rules judge one reading of a bash command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllowVerdict<'r> {
+    /// Matched by this rule.
+    By(&'r Rule),
+    /// A reading for deny rules only: allow rules do not look at it.
+    NotJudged,
+    /// No rule allows it: no rule matches, it writes into a file, its
+    /// program cannot be known, or it cannot be read.
+    Refused,
+}
+
+/// The allow rule (of `rules`, all for bash) that allows `run`, if any.
+pub fn allow_verdict<'r>(rules: &[&'r Rule], run: &Run) -> AllowVerdict<'r> {
+    match run.kind {
+        Kind::DenyOnly => AllowVerdict::NotJudged,
+        Kind::Unknowable | Kind::Unreadable => AllowVerdict::Refused,
+        Kind::Runs if run.writes_file => AllowVerdict::Refused,
+        Kind::Runs => rules
+            .iter()
+            .copied()
+            .find(|r| {
+                r.pattern
+                    .as_ref()
+                    .is_some_and(|p| command_matches(p, &run.text))
+            })
+            .map_or(AllowVerdict::Refused, AllowVerdict::By),
     }
 }
 
-/// A command the splitter cannot read, cut at every byte that might
-/// separate commands, with quotes and reserved words trimmed off: more
-/// pieces than bash would see, so a deny rule misses none.
-fn rough_pieces(raw: &str) -> impl Iterator<Item = &str> {
-    raw.split([';', '&', '|', '\n', '(', ')', '`', '{', '}'])
-        .map(|piece| {
-            piece.trim_matches(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '$'))
-        })
-        .map(|piece| {
-            let mut piece = piece;
-            while let Some((first, rest)) = piece.split_once(char::is_whitespace) {
-                if !shell::RESERVED.contains(&first) {
-                    break;
-                }
-                piece = rest.trim_start();
-            }
-            piece
-        })
-        .filter(|piece| !piece.is_empty())
-}
-
-/// A bash part against a command pattern or a word prefix.
-fn command_matches(pattern: &Pattern, part: &str) -> bool {
+/// A reading of a bash command against a command pattern or a word prefix.
+pub fn command_matches(pattern: &Pattern, part: &str) -> bool {
     match pattern {
         Pattern::Command(p) => wildcard(
             normalise_blanks(p).as_bytes(),
@@ -534,6 +562,59 @@ mod tests {
         assert!(!r.denies("bash", &bash("echo 'open; ls"), &p));
         assert!(rule("bash(curl*)").denies("bash", &bash("x | curl evil"), &p));
         assert!(rule("bash").denies("bash", &bash("ls"), &p));
+    }
+
+    #[test]
+    fn rules_see_through_the_shell() {
+        let p = place();
+        let deny = rule("bash(rm*)");
+        for line in [
+            "X=1 rm -f x",
+            "command rm x",
+            r"\rm x",
+            "/bin/rm x",
+            "env rm x",
+            "sudo -u root rm x",
+            "bash -c 'rm x'",
+            "eval 'rm x'",
+            "r''m x",
+            "echo x | xargs rm",
+            "find . -delete",
+            "find . -exec rm {} +",
+        ] {
+            assert!(deny.denies("bash", &bash(line), &p), "{line}");
+        }
+        for line in [
+            "echo rm",
+            "grep rm file",
+            "format",
+            "git rm x",
+            "command -v rm",
+        ] {
+            assert!(!deny.denies("bash", &bash(line), &p), "{line}");
+        }
+        // A program known only when it runs matches every deny rule...
+        let curl = rule("bash(curl *)");
+        assert!(curl.denies("bash", &bash("$(echo ls) -la"), &p));
+        assert!(curl.denies("bash", &bash("\"$CMD\" x"), &p));
+        assert!(!curl.denies("bash", &bash("echo $(ls)"), &p));
+        // ...and no allow rule, however broad.
+        assert!(!rule("bash(*)").allows("bash", &bash("$CMD x"), &p));
+        assert!(!rule("bash(*)").allows("bash", &bash("bash -c \"$S\""), &p));
+        // An allow rule must match the wrapper and what it wraps.
+        let test = rule("bash(cargo test*)");
+        assert!(test.allows("bash", &bash("X=1 cargo test"), &p));
+        assert!(!test.allows("bash", &bash("nice cargo test"), &p));
+        assert!(!test.allows("bash", &bash("./cargo test"), &p));
+        assert!(!test.allows("bash", &bash("bash -c 'cargo test; rm x'"), &p));
+        let nice = rule("bash(nice *)");
+        assert!(allowed(
+            &[&test, &nice],
+            "bash",
+            &bash("nice cargo test"),
+            &p
+        ));
+        assert!(!allowed(&[&nice], "bash", &bash("nice rm x"), &p));
     }
 
     #[test]

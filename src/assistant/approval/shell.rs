@@ -26,6 +26,7 @@ pub struct Part {
 /// Words that open or close a compound command rather than run anything.
 pub const RESERVED: &[&str] = &[
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "time", "{", "}",
+    "coproc",
 ];
 
 /// The simple commands of `command`: those inside a substitution come
@@ -38,6 +39,7 @@ pub fn split(command: &str) -> Result<Vec<Part>, String> {
         i: 0,
         parts: Vec::new(),
         heredocs: Vec::new(),
+        depth: 0,
     };
     s.commands(None, command.len())?;
     Ok(s.parts)
@@ -51,7 +53,14 @@ struct Splitter<'a> {
     /// Here-documents announced on the current line: (delimiter, strip
     /// leading tabs, body expanded).
     heredocs: Vec<(String, bool, bool)>,
+    /// Substitutions and subshells open around `i`.
+    depth: usize,
 }
+
+/// Substitutions and subshells nested deeper than this are not read: the
+/// reader's stack and the parts' text (each part holds those inside it)
+/// stay bounded by the command's length, whatever the model sends.
+const MAX_NESTING: usize = 64;
 
 /// The simple command being read.
 struct Current {
@@ -88,6 +97,18 @@ impl Splitter<'_> {
     /// Reads commands up to `limit`, or up to the `)` that closes the
     /// construct when `close` is set (then the `)` is consumed).
     fn commands(&mut self, close: Option<u8>, limit: usize) -> Result<(), String> {
+        if self.depth >= MAX_NESTING {
+            return Err(format!(
+                "substitutions or subshells are nested more than {MAX_NESTING} deep"
+            ));
+        }
+        self.depth += 1;
+        let read = self.commands_within(close, limit);
+        self.depth -= 1;
+        read
+    }
+
+    fn commands_within(&mut self, close: Option<u8>, limit: usize) -> Result<(), String> {
         let mut cur = Current::at(self.i);
         let mut word_start = true;
         while self.i < limit {
@@ -221,6 +242,14 @@ impl Splitter<'_> {
             let first = text.split([' ', '\t']).next().unwrap_or("");
             if !first.is_empty() && RESERVED.contains(&first) {
                 text = text[first.len()..].trim_start();
+                // `time -p`: the option belongs to the reserved word.
+                if first == "time" {
+                    if let Some(rest) = text.strip_prefix("-p") {
+                        if rest.is_empty() || rest.starts_with([' ', '\t']) {
+                            text = rest.trim_start();
+                        }
+                    }
+                }
             } else {
                 break;
             }
@@ -592,6 +621,16 @@ mod tests {
         ] {
             assert!(split(bad).is_err(), "{bad:?}");
         }
+        // Nesting past the limit, however long the line: an error, never a
+        // stack overflow.
+        let deep = "echo $(".repeat(100_000) + &")".repeat(100_000);
+        assert!(split(&deep)
+            .unwrap_err()
+            .contains("nested more than 64 deep"));
+        let deep = "(".repeat(100_000) + "ls" + &")".repeat(100_000);
+        assert!(split(&deep).is_err());
+        let fine = "echo $(".repeat(60) + &")".repeat(60);
+        assert_eq!(split(&fine).unwrap().len(), 60);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::diff::{self, Diff};
-use super::Paint;
+use super::{visible, Paint};
 use crate::assistant::conversation::short_outcome;
 use crate::assistant::model::ToolCall;
 use crate::host::call::CallOutcome;
@@ -61,7 +61,7 @@ pub fn account(
     if !ok {
         return Account {
             ok,
-            line: format!("{}: {generic}", call.name),
+            line: visible(&format!("{}: {generic}", call.name)).into_owned(),
             diff: None,
         };
     }
@@ -154,6 +154,8 @@ pub fn account(
         }
         _ => format!("{}: {generic}", call.name),
     };
+    // Paths, commands and titles come from the model or the tool (decision 59).
+    let line = visible(&line).into_owned();
     Account { ok, line, diff }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use similar::{ChangeTag, TextDiff};
 
-use super::Paint;
+use super::{visible, Paint};
 
 /// Files larger than this are not diffed: reading and comparing them would
 /// keep the person waiting, and a diff that long is no help on a terminal.
@@ -56,7 +56,8 @@ pub fn unified(old: &str, new: &str, paint: Paint, indent: &str, max_lines: usiz
         lines.push(paint.sgr("36", &hunk.header().to_string()));
         for change in hunk.iter_changes() {
             let value = change.to_string_lossy();
-            let value = value.trim_end_matches(['\n', '\r']);
+            // The file's own control characters are shown (decision 59).
+            let value = visible(value.trim_end_matches(['\n', '\r']));
             let (sign, code) = match change.tag() {
                 ChangeTag::Delete => {
                     removed += 1;

@@ -11,12 +11,13 @@
 //! gets exactly what the model wrote); `Plain` lays it out (bullets,
 //! numbered items, quote bars, table grids) without any escape sequence,
 //! for a terminal under `NO_COLOR`; `Colour` adds bold headings, italics,
-//! links and syntax colour.
+//! links and syntax colour. In both drawn forms the model's own control
+//! characters are shown, not obeyed (`visible`, decision 59).
 
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use super::highlight::Code;
-use super::{width, Paint};
+use super::{visible, width, Paint};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
@@ -82,7 +83,9 @@ impl Markdown {
         let mut out = String::new();
         while let Some(end) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=end).collect();
-            self.line(line.trim_end_matches(['\n', '\r']), &mut out);
+            // The model's escapes are shown, not obeyed, before ours are
+            // added (decision 59); a line is whole here, CRLF included.
+            self.line(&visible(line.trim_end_matches(['\n', '\r'])), &mut out);
         }
         out
     }
@@ -95,7 +98,7 @@ impl Markdown {
         let mut out = String::new();
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
-            self.line(&line, &mut out);
+            self.line(&visible(&line), &mut out);
         }
         if let Some(fence) = self.fence.take() {
             // An unclosed fence: close it, so the colour ends.

@@ -2,12 +2,17 @@
 //! (`markdown`), code colour (`highlight`), the unified diff of a file a
 //! tool changed (`diff`), and the one-line account of each tool call
 //! (`calls`). Each takes a `Paint` that says whether colour is on, so the
-//! same code writes the coloured terminal form and the plain one.
+//! same code writes the coloured terminal form and the plain one. Every
+//! string a model or a tool supplied goes through `visible` before it is
+//! painted (decision 59).
 
 pub mod calls;
 pub mod diff;
 pub mod highlight;
 pub mod markdown;
+pub mod visible;
+
+pub use visible::visible;
 
 use unicode_width::UnicodeWidthStr;
 
