@@ -685,16 +685,18 @@ mod tests {
             ..Usage::default()
         };
         ui.usage(&usage);
-        ui.usage(&usage);
-        ui.usage(&Usage {
-            cached_input_tokens: 7,
-            ..Usage::default()
-        });
-        assert_eq!(ui.tally.cached_input, 7);
         assert_eq!(ui.tally.usage.input_tokens, 2_000_000);
         assert_eq!(ui.tally.usage.output_tokens, 1_000_000);
         // gpt-4.1: $2 in, $8 out per million.
         assert!((ui.tally.priced - 12.0).abs() < 1e-9);
+        // A million read from the cache, at $0.5.
+        ui.usage(&Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 1_000_000,
+            ..Usage::default()
+        });
+        assert_eq!(ui.tally.cached_input, 1_000_000);
+        assert!((ui.tally.priced - 12.5).abs() < 1e-9);
         assert!(!ui.tally.unpriced);
         ui.model = "my-own-model".into();
         ui.usage(&usage);
