@@ -685,6 +685,7 @@ mod tests {
             ..Usage::default()
         };
         ui.usage(&usage);
+        ui.usage(&usage);
         assert_eq!(ui.tally.usage.input_tokens, 2_000_000);
         assert_eq!(ui.tally.usage.output_tokens, 1_000_000);
         // gpt-4.1: $2 in, $8 out per million.
