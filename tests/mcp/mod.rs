@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::common::bin;
 
 mod client;
+mod http;
 mod server;
 
 /// The SDK release the tests speak to.
