@@ -276,7 +276,11 @@ fn a_large_output_is_sized_for_a_model_and_saved() {
     let whole = std::fs::read_to_string(saved).unwrap();
     assert!(whole.starts_with("1\n2\n3\n"));
     // All the host captured (its cap is 1 MiB), far more than was shown.
-    assert!(whole.len() > 512 << 10, "the whole capture: {}", whole.len());
+    assert!(
+        whole.len() > 512 << 10,
+        "the whole capture: {}",
+        whole.len()
+    );
     let mode = std::fs::metadata(saved).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     assert_eq!(answer["result"]["structuredContent"]["exit_code"], 0);

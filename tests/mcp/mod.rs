@@ -18,6 +18,7 @@ use crate::common::bin;
 
 mod client;
 mod http;
+mod load;
 mod server;
 
 /// The SDK release the tests speak to.

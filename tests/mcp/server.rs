@@ -130,7 +130,7 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start() -> HttpServer {
-        let token = format!("test-token-{}", std::process::id());
+        let token = format!("test-token-0123456789-{}", std::process::id());
         HttpServer::start_with(&[], &[("IKIGAI_MCP_TOKEN", &token)]).with_token(&token)
     }
 
