@@ -230,6 +230,9 @@ pub fn sanitise_name(name: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
