@@ -73,3 +73,23 @@ fn replace(at: &mut Value, path: &[usize], new: Value) {
         (_, at) => *at = new,
     }
 }
+
+/// A stream of a provider's events: mostly `templates` (the shapes it
+/// sends), some with one place changed to random JSON, some random whole.
+pub fn events(
+    templates: Vec<Value>,
+    words: &'static [&'static str],
+) -> impl Strategy<Value = Vec<Value>> {
+    let one = (
+        proptest::sample::select(templates),
+        0..4u8,
+        proptest::collection::vec(any::<usize>(), 0..5),
+        json(words),
+    )
+        .prop_map(|(template, how, path, new)| match how {
+            0 | 1 => template,
+            2 => mutate(&template, &path, new),
+            _ => new,
+        });
+    proptest::collection::vec(one, 0..12)
+}

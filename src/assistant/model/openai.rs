@@ -369,6 +369,9 @@ fn usage(u: &Value) -> Option<Usage> {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::assistant::model::ToolResult;

@@ -301,6 +301,9 @@ fn error_text(error: &Value) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::assistant::model::ToolResult;
