@@ -267,6 +267,9 @@ fn find(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
