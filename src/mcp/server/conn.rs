@@ -405,7 +405,9 @@ fn read_chunked(input: &mut impl BufRead) -> Result<Vec<u8>, Bad> {
                 }
             }
         }
-        if body.len() + size > BODY_LIMIT {
+        // `body` never exceeds the limit, so this cannot overflow; the sum
+        // could (a size of 16 hex digits).
+        if size > BODY_LIMIT - body.len() {
             return Err(Bad::Answer(413, "request body too large"));
         }
         let start = body.len();
@@ -491,6 +493,16 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_size_near_the_largest_number_is_refused() {
+        // `len + size` overflowed: a panic in a debug build, a huge
+        // allocation in a release one (`chunk_sizes_of_any_width` below
+        // finds it).
+        let bytes = b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                      1\r\na\r\nffffffffffffffff\r\nb\r\n0\r\n\r\n";
+        assert!(matches!(read(bytes), Err(Bad::Answer(413, _))));
+    }
+
+    #[test]
     fn expect_100_continue_is_answered() {
         let mut interim = Vec::new();
         let bytes = b"POST /mcp HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}";
@@ -560,6 +572,21 @@ mod tests {
                 prop_assert_eq!(&r.body, &body);
                 prop_assert_eq!(r.header("authorization"), Some("Bearer t"));
                 prop_assert!(!close);
+            }
+
+            #[test]
+            fn chunk_sizes_of_any_width(
+                first in 0usize..20,
+                size in prop_oneof![any::<u64>(), (0u64..64).prop_map(|d| u64::MAX - d)],
+                digits in 1usize..20,
+            ) {
+                let size = format!("{size:0digits$x}");
+                let mut bytes = b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+                bytes.extend(format!("{first:x}\r\n{}\r\n", "a".repeat(first)).as_bytes());
+                bytes.extend(format!("{size}\r\nbody\r\n0\r\n\r\n").as_bytes());
+                if let Ok((r, _)) = read(&bytes) {
+                    prop_assert!(r.body.len() <= BODY_LIMIT);
+                }
             }
 
             #[test]
