@@ -127,7 +127,7 @@ fn arguments() -> impl Strategy<Value = Map<String, Value>> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(128))]
 
     #[test]
     fn random_arguments_against_our_schemas(tool in 0usize..64, args in arguments()) {
@@ -151,6 +151,11 @@ proptest! {
         let schema = mutate(&schemas[tool % schemas.len()], &path, new);
         check(&schema, &args)?;
     }
+
+}
+
+proptest! {
+    #![proptest_config(config(256))]
 
     #[test]
     fn input_is_an_object_or_an_error(bytes in proptest::collection::vec(any::<u8>(), 0..64),

@@ -49,7 +49,7 @@ fn templates() -> Vec<Value> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(128))]
 
     #[test]
     fn chunks_assemble_or_fail(chunks in events(templates(), WORDS)) {

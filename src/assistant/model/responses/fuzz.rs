@@ -56,7 +56,7 @@ fn templates() -> Vec<Value> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(128))]
 
     #[test]
     fn events_assemble_or_fail(stream in events(templates(), WORDS)) {

@@ -45,13 +45,18 @@ fn field() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(128))]
 
     #[test]
     fn events_do_not_depend_on_how_the_bytes_arrive(bytes in stream(), capacity in 1usize..9) {
         let whole = read(&bytes, 1 << 16);
         prop_assert_eq!(read(&bytes, capacity), whole);
     }
+
+}
+
+proptest! {
+    #![proptest_config(config(256))]
 
     #[test]
     fn written_events_are_read_back(
