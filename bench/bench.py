@@ -1199,6 +1199,40 @@ def bench_headless(t):
     return [ratio_row("headless", what, m["json"], "the text format", m["text"], 1.05),
             ratio_row("headless", f"{what}, CPU time", t.cpu_time(as_json), "the text format",
                       t.cpu_time(text), None)]
+def bench_mcp_load(t):
+    """`ikigai-tools mcp --http` under load: the long form of
+    tests/mcp/load.rs (200 clients x 50 tools/call, file_read and grep, each
+    client on its own keep-alive connection; then 1,000 clients at once),
+    built in release, its figures written to a file."""
+    figures = os.path.join(BENCH_DIR, "mcp-load.json")
+    if os.path.exists(figures):
+        os.remove(figures)
+    env = dict(os.environ, IKIGAI_LOAD_FIGURES=figures)
+    t.max_load = max(t.max_load, loadavg())
+    run(["cargo", "test", "--release", "--quiet", "--manifest-path",
+         os.path.join(REPO, "Cargo.toml"), "--test", "all",
+         "mcp::load::long_form", "--", "--ignored", "--exact",
+         "mcp::load::long_form_200_clients_50_calls_then_1000_at_once"], env=env)
+    t.max_load = max(t.max_load, loadavg())
+    f = json.load(open(figures))
+    bound = 100 * MB
+    what = f"{f['clients']} clients x {f['calls_each']} tools/call (file_read, grep)"
+    return [
+        row("mcp-load", f"{what}: p99 latency (p50 {fmt_time(f['p50_s'])})",
+            ours=fmt_time(f["p99_s"]), peer="throughput",
+            peer_time=f"{f['calls'] / f['wall_s']:.0f} calls/s",
+            note=f"{f['refused_retried']} calls refused with 429 and retried",
+            **{k: f[k] for k in ("p50_s", "p99_s", "wall_s", "calls", "refused_retried")}),
+        row("mcp-load", "server peak memory under that load and the burst",
+            ours=fmt_bytes(f["peak_bytes"]), peer="bound", peer_time=fmt_bytes(bound),
+            ratio=f"{f['peak_bytes'] / bound:.2f}", target=f"< {fmt_bytes(bound)}",
+            ok=f["peak_bytes"] < bound, ours_bytes=f["peak_bytes"]),
+        row("mcp-load", f"{f['burst_clients']} clients at once, one 3 s call each",
+            ours=f"{f['burst_served']} served", peer="refused (429)",
+            peer_time=str(f["burst_refused"]), target="≤ 64 served, the rest 429",
+            ok=f["burst_served"] <= 64
+            and f["burst_served"] + f["burst_refused"] == f["burst_clients"]),
+    ]
 
 
 BENCHES = {
@@ -1217,6 +1251,7 @@ BENCHES = {
     "context": (bench_context, ["prompt caching, compaction in a small window, the prompt's size"]),
     "headless": (bench_headless, ["`-p` with one file_read call, json against text",
                                   "`-p` with one file_read call, json against text, CPU time"]),
+    "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.

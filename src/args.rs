@@ -199,6 +199,9 @@ fn describe(value: &Value) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::ErrorCode;

@@ -309,6 +309,9 @@ fn find(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

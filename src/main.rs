@@ -11,6 +11,8 @@ mod dispatch;
 mod env;
 mod error;
 mod exit;
+#[cfg(test)]
+mod fuzzing;
 mod host;
 mod mcp;
 mod out;

@@ -181,6 +181,9 @@ fn flat(p: &Map<String, Value>) -> Result<Value, String> {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -40,6 +40,10 @@ pub mod code {
     pub const HEADER_MISMATCH: i64 = -32020;
     /// The request's protocol version is not one the server speaks.
     pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// Over HTTP: no bearer token, or a wrong one (status 401).
+    pub const UNAUTHORIZED: i64 = -32001;
+    /// Over HTTP: as many calls run as the server allows (status 429).
+    pub const SERVER_BUSY: i64 = -32000;
 }
 
 /// A JSON-RPC error: code, message, optional data.
@@ -224,6 +228,9 @@ pub fn sanitise_name(name: &str, max: usize) -> String {
         .take(max)
         .collect()
 }
+
+#[cfg(test)]
+mod fuzz;
 
 #[cfg(test)]
 mod tests {

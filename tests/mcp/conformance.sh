@@ -26,7 +26,8 @@ trap 'kill "$server" 2>/dev/null; rm -rf "$libexec"' EXIT
 for name in $("$bin" --list); do ln -s "$bin" "$libexec/$name"; done
 
 log="$libexec/server.log"
-"$bin" mcp --http 127.0.0.1:0 --libexec-dir "$libexec" \
+# The suite sends no token: --no-auth, which a loopback address may have.
+"$bin" mcp --http 127.0.0.1:0 --no-auth --libexec-dir "$libexec" \
   --tools-dir "$repo/tests/fixtures/mcp/conformance" 2>"$log" &
 server=$!
 for _ in $(seq 100); do

@@ -17,6 +17,8 @@ use serde_json::Value;
 use crate::common::bin;
 
 mod client;
+mod http;
+mod load;
 mod server;
 
 /// The SDK release the tests speak to.

@@ -11,12 +11,18 @@ use serde_json::{json, Value};
 use super::{alive, eventually, fixture, one_peer_at_a_time, python, tools_dir, StdioServer};
 use crate::common::bin;
 
-/// Runs the SDK client against `target` and returns what it saw.
-fn sdk(target: &str, mode: &str, server_args: &[&str]) -> Option<Value> {
+/// Runs the SDK client against `target` and returns what it saw; over
+/// HTTP, `token` is the bearer token it sends.
+fn sdk(target: &str, mode: &str, token: Option<&str>, server_args: &[&str]) -> Option<Value> {
     let python = python()?;
     let _peer = one_peer_at_a_time();
     let scratch = tempfile::tempdir().unwrap();
-    let out = Command::new(python)
+    let mut client = Command::new(python);
+    match token {
+        Some(token) => client.env("IKIGAI_MCP_TOKEN", token),
+        None => client.env_remove("IKIGAI_MCP_TOKEN"),
+    };
+    let out = client
         .arg(fixture("sdk_client.py"))
         .arg(target)
         .arg(mode)
@@ -64,13 +70,10 @@ fn check_sdk_view(seen: &Value, version: &str) {
                "structured": {"output": "hello\n"}})
     );
     assert_eq!(seen["missing"]["isError"], true);
-    assert!(
-        seen["missing"]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("File not found"),
-        "{seen}"
-    );
+    // A client that hands its model only the text still gives it the code.
+    let missing = seen["missing"]["text"].as_str().unwrap();
+    assert!(missing.starts_with("File not found"), "{seen}");
+    assert!(missing.ends_with(" [FILE_NOT_FOUND]"), "{seen}");
     assert_eq!(
         seen["missing"]["structured"]["error_code"],
         "FILE_NOT_FOUND"
@@ -98,7 +101,7 @@ fn the_python_sdk_over_stdio_with_the_handshake() {
     let tools = tools_dir();
     let args = stdio_args(&tools);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let Some(seen) = sdk(bin().to_str().unwrap(), "legacy", &args) else {
+    let Some(seen) = sdk(bin().to_str().unwrap(), "legacy", None, &args) else {
         return;
     };
     check_sdk_view(&seen, "2025-11-25");
@@ -109,49 +112,99 @@ fn the_python_sdk_over_stdio_stateless() {
     let tools = tools_dir();
     let args = stdio_args(&tools);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let Some(seen) = sdk(bin().to_str().unwrap(), "auto", &args) else {
+    let Some(seen) = sdk(bin().to_str().unwrap(), "auto", None, &args) else {
         return;
     };
     check_sdk_view(&seen, "2026-07-28");
 }
 
-/// `ikigai-tools mcp --http 127.0.0.1:0`, and the URL it listens on.
+/// `ikigai-tools mcp --http 127.0.0.1:0` with a token given in
+/// `IKIGAI_MCP_TOKEN`, the URL it listens on and what it said at start.
 pub struct HttpServer {
     child: Child,
     pub url: String,
+    pub token: String,
+    pub said: String,
     _tools: tempfile::TempDir,
 }
 
 impl HttpServer {
     pub fn start() -> HttpServer {
+        let token = format!("test-token-0123456789-{}", std::process::id());
+        HttpServer::start_with(&[], &[("IKIGAI_MCP_TOKEN", &token)]).with_token(&token)
+    }
+
+    fn with_token(mut self, token: &str) -> HttpServer {
+        self.token = token.to_string();
+        self
+    }
+
+    /// The server with `args` and `env` beside the tool directories; its
+    /// token is the one it says it made, if it made one.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let tools = tools_dir();
         let mut child = Command::new(bin())
             .args(["mcp", "--http", "127.0.0.1:0", "--libexec-dir"])
             .arg(tools.path())
             .arg("--tools-dir")
             .arg(tools.path().join("none"))
+            .args(args)
+            .env_remove("IKIGAI_MCP_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the HTTP server");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
         let mut line = String::new();
         while stderr.read_line(&mut line).unwrap_or(0) > 0 && !line.contains("listening on") {
+            said.push_str(&line);
             line.clear();
         }
+        said.push_str(&line);
         let url = line
             .split_whitespace()
             .last()
             .expect("the server says where it listens")
             .to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        assert!(url.starts_with("http://127.0.0.1:"), "{said}");
+        let token = said
+            .lines()
+            .find(|l| l.contains(": token ("))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap_or_default()
+            .to_string();
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         HttpServer {
             child,
             url,
+            token,
+            said,
             _tools: tools,
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `Authorization: Bearer` with this server's token.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+
+    /// A POST carrying the token.
+    pub fn post(
+        &self,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> (u16, Vec<(String, String)>, String) {
+        let bearer = self.bearer();
+        let mut all = vec![("Authorization", bearer.as_str())];
+        all.extend_from_slice(headers);
+        post(&self.url, &all, body)
     }
 }
 
@@ -165,7 +218,7 @@ impl Drop for HttpServer {
 #[test]
 fn the_python_sdk_over_http_with_the_handshake() {
     let server = HttpServer::start();
-    let Some(seen) = sdk(&server.url, "legacy", &[]) else {
+    let Some(seen) = sdk(&server.url, "legacy", Some(&server.token), &[]) else {
         return;
     };
     check_sdk_view(&seen, "2025-11-25");
@@ -174,7 +227,7 @@ fn the_python_sdk_over_http_with_the_handshake() {
 #[test]
 fn the_python_sdk_over_http_stateless() {
     let server = HttpServer::start();
-    let Some(seen) = sdk(&server.url, "auto", &[]) else {
+    let Some(seen) = sdk(&server.url, "auto", Some(&server.token), &[]) else {
         return;
     };
     check_sdk_view(&seen, "2026-07-28");
@@ -287,7 +340,11 @@ fn stdio_ends_after_the_running_calls_at_eof() {
     assert_eq!(stdin_closed.finish(), Some(0));
 }
 
-fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
+pub fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Vec<(String, String)>, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -310,7 +367,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String,
     (status, heads, text)
 }
 
-fn head<'a>(heads: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub fn head<'a>(heads: &'a [(String, String)], name: &str) -> Option<&'a str> {
     heads
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -329,12 +386,12 @@ fn http_sessions_headers_and_origins() {
     );
 
     // A web page elsewhere may not talk to a local server.
-    let (status, _, _) = post(url, &[("Origin", "https://evil.example")], &init);
+    let (status, _, _) = server.post(&[("Origin", "https://evil.example")], &init);
     assert_eq!(status, 403);
-    let (status, _, _) = post(url, &[("Host", "evil.example")], &init);
+    let (status, _, _) = server.post(&[("Host", "evil.example")], &init);
     assert_eq!(status, 403);
 
-    let (status, heads, body) = post(url, &[("Origin", "http://localhost:3000")], &init);
+    let (status, heads, body) = server.post(&[("Origin", "http://localhost:3000")], &init);
     assert_eq!(status, 200, "{body}");
     let session = head(&heads, "mcp-session-id")
         .expect("a session")
@@ -345,13 +402,13 @@ fn http_sessions_headers_and_origins() {
     );
 
     let list = request(2, "tools/list", json!({}));
-    let (status, _, _) = post(url, &[("MCP-Protocol-Version", "2025-06-18")], &list);
+    let (status, _, _) = server.post(&[("MCP-Protocol-Version", "2025-06-18")], &list);
     assert_eq!(status, 400, "a handshake request without its session");
     let with_session = [
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
     ];
-    let (status, _, body) = post(url, &with_session, &list);
+    let (status, _, body) = server.post(&with_session, &list);
     assert_eq!(status, 200);
     let tools = serde_json::from_str::<Value>(&body).unwrap()["result"]["tools"].clone();
     assert_eq!(tools.as_array().unwrap().len(), 9);
@@ -359,7 +416,7 @@ fn http_sessions_headers_and_origins() {
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "1999-01-01"),
     ];
-    let (status, _, _) = post(url, &bad_version, &list);
+    let (status, _, _) = server.post(&bad_version, &list);
     assert_eq!(status, 400);
 
     // A call answered as an event stream, since the client accepts one.
@@ -368,7 +425,7 @@ fn http_sessions_headers_and_origins() {
         "tools/call",
         json!({"name": "bash", "arguments": {"command": "echo hi"}}),
     );
-    let (status, heads, body) = post(url, &with_session, &call);
+    let (status, heads, body) = server.post(&with_session, &call);
     assert_eq!(status, 200);
     assert_eq!(head(&heads, "content-type"), Some("text/event-stream"));
     let data = body
@@ -384,13 +441,18 @@ fn http_sessions_headers_and_origins() {
         .into();
     let deleted = agent
         .delete(url)
+        .header("Authorization", server.bearer())
         .header("Mcp-Session-Id", &session)
         .call()
         .unwrap();
     assert_eq!(deleted.status().as_u16(), 200);
-    let (status, _, _) = post(url, &with_session, &list);
+    let (status, _, _) = server.post(&with_session, &list);
     assert_eq!(status, 404, "an ended session is not found");
-    let got = agent.get(url).call().unwrap();
+    let got = agent
+        .get(url)
+        .header("Authorization", server.bearer())
+        .call()
+        .unwrap();
     assert_eq!(got.status().as_u16(), 405);
     let elsewhere = agent.get(url.replace("/mcp", "/other")).call().unwrap();
     assert_eq!(elsewhere.status().as_u16(), 404);
@@ -402,7 +464,7 @@ fn http_sessions_headers_and_origins() {
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", "tools/list"),
     ];
-    let (status, heads, body) = post(url, &modern, &list);
+    let (status, heads, body) = server.post(&modern, &list);
     assert_eq!(status, 200, "{body}");
     assert!(head(&heads, "mcp-session-id").is_none());
     assert_eq!(
@@ -413,15 +475,14 @@ fn http_sessions_headers_and_origins() {
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", "tools/call"),
     ];
-    let (status, _, body) = post(url, &wrong, &list);
+    let (status, _, body) = server.post(&wrong, &list);
     assert_eq!(status, 400);
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
         -32020
     );
     let unknown = request(5, "prompts/list", meta);
-    let (status, _, body) = post(
-        url,
+    let (status, _, body) = server.post(
         &[
             ("MCP-Protocol-Version", "2026-07-28"),
             ("Mcp-Method", "prompts/list"),
@@ -433,7 +494,7 @@ fn http_sessions_headers_and_origins() {
         serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
         -32601
     );
-    let (status, _, _) = post(url, &[], &json!("not a message"));
+    let (status, _, _) = server.post(&[], &json!("not a message"));
     assert_eq!(status, 400);
 }
 

@@ -372,6 +372,9 @@ impl Assembler {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::assistant::model::ToolResult;

@@ -378,6 +378,9 @@ fn usage(u: &Value) -> Option<Usage> {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::assistant::model::ToolResult;

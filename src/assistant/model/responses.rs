@@ -310,6 +310,9 @@ fn error_text(error: &Value) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::assistant::model::ToolResult;

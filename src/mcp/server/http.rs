@@ -1,213 +1,263 @@
-//! The Streamable HTTP transport (`--http HOST:PORT`), on tiny_http: one
-//! endpoint, `/mcp`. A POST carries one message; a request is answered with
-//! JSON, or, for a `tools/call` whose client accepts it, with an SSE stream
-//! that ends with the response (a stream the client closes cancels the call:
-//! comment lines sent while it runs find out). The handshake revisions get
-//! a session (`Mcp-Session-Id`, ended by DELETE); the stateless revision
-//! needs none, and its headers (`MCP-Protocol-Version`, `Mcp-Method`,
-//! `Mcp-Name`) must agree with the body. A request from a foreign web page
-//! (an `Origin` that is not this machine or this server) is refused with 403,
-//! which stops DNS-rebinding attacks.
+//! The Streamable HTTP transport (`--http HOST:PORT`): one endpoint, `/mcp`,
+//! on our own HTTP/1.1 layer (`conn`, which bounds connections and the time
+//! a request may take). Every request carries the bearer token (decision
+//! 73; `auth`), else 401. A POST carries one message; a request is
+//! answered with JSON, or, for a `tools/call` whose client accepts it, with
+//! an SSE stream that ends with the response (a stream the client closes
+//! cancels the call: comment lines sent while it runs find out). At most 64
+//! calls run at once, the next get 429 (`limits`). The handshake revisions
+//! get a session (`Mcp-Session-Id`, ended by DELETE or an hour idle); the
+//! stateless revision needs none, and its headers (`MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`) must agree with the body. A request from a
+//! foreign web page (an `Origin` that is not this machine or this server)
+//! is refused with 403, which stops DNS-rebinding attacks.
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tiny_http::{Header, Method, Request, Response};
 
+use super::auth::{self, Access};
+use super::conn::{self, Exchange, Request};
+use super::limits::{Session, Sessions, Slots, MAX_CALLS, MAX_SESSIONS, SESSION_IDLE};
 use super::service::{Era, Service};
 use crate::mcp::protocol::{self, code, meta_version, Message, RpcError, HANDSHAKE_VERSIONS};
+use crate::tool::Env;
 
-/// The largest request body read.
-const BODY_LIMIT: u64 = 4 << 20;
 /// How often a streamed call checks that its client is still there.
 const KEEPALIVE: Duration = Duration::from_secs(1);
+/// What a 429 asks the client to wait, in seconds.
+const RETRY_AFTER: &str = "1";
 
-/// One handshake session: its revision and its running calls.
-struct Session {
-    version: String,
-    in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
+/// The server's state, shared by its connections.
+struct Server {
+    service: Arc<Service>,
+    access: Access,
+    sessions: Sessions,
+    calls: Slots,
+    loopback: bool,
 }
 
-type Sessions = Arc<Mutex<HashMap<String, Arc<Session>>>>;
-
-/// Serves until the process ends; an address that cannot be bound is an error.
-pub fn serve(service: Arc<Service>, addr: SocketAddr) -> Result<(), String> {
-    let server =
-        tiny_http::Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    match server.server_addr().to_ip() {
-        Some(bound) => eprintln!("ikigai-tools mcp: listening on http://{bound}/mcp"),
-        None => eprintln!("ikigai-tools mcp: listening"),
-    }
-    let sessions: Sessions = Arc::default();
-    let loopback = addr.ip().is_loopback();
-    for request in server.incoming_requests() {
-        let (service, sessions) = (service.clone(), sessions.clone());
-        std::thread::spawn(move || handle(request, &service, &sessions, loopback));
-    }
+/// Serves until the process ends; an address that cannot be bound is an
+/// error. `access` None: a token is made now, shown once and saved.
+pub fn serve(
+    service: Arc<Service>,
+    addr: SocketAddr,
+    access: Option<Access>,
+    env: &Env,
+) -> Result<(), String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let access = match access {
+        Some(Access::Open) => {
+            eprintln!(
+                "ikigai-tools mcp: warning: --no-auth: any program on this machine can run tools \
+                 through this server"
+            );
+            Access::Open
+        }
+        Some(given) => given,
+        None => {
+            let token = auth::make();
+            let saved = match auth::token_path(env, bound.port()) {
+                Some(path) => auth::save(&path, &token)
+                    .map(|()| format!("saved in {} (mode 0600)", path.display()))
+                    .unwrap_or_else(|e| format!("not saved: {}: {e}", path.display())),
+                None => "not saved: no $XDG_RUNTIME_DIR or home directory".into(),
+            };
+            eprintln!(
+                "ikigai-tools mcp: token (send \"Authorization: Bearer TOKEN\"; {saved}): {token}"
+            );
+            Access::Token(token)
+        }
+    };
+    eprintln!("ikigai-tools mcp: listening on http://{bound}/mcp");
+    let server = Arc::new(Server {
+        service,
+        access,
+        sessions: Sessions::new(MAX_SESSIONS, SESSION_IDLE),
+        calls: Slots::new(MAX_CALLS),
+        loopback: addr.ip().is_loopback(),
+    });
+    conn::serve(
+        listener,
+        Arc::new(move |request: Request, exchange: &mut Exchange| server.handle(request, exchange)),
+    );
     Ok(())
 }
 
-fn handle(request: Request, service: &Service, sessions: &Sessions, loopback: bool) {
-    let path = request.url().split('?').next().unwrap_or_default();
-    if path != "/mcp" {
-        return reply(request, 404, None, None);
+impl Server {
+    fn handle(&self, request: Request, ex: &mut Exchange) {
+        if request.path != "/mcp" {
+            return reply(ex, 404, None, &[]);
+        }
+        let (origin, host) = (request.header("origin"), request.header("host"));
+        if !origin_allowed(origin, host, self.loopback) {
+            let error = RpcError::new(code::INVALID_REQUEST, "Forbidden: foreign Host or Origin");
+            return reply(ex, 403, Some(&error_body(&Value::Null, &error)), &[]);
+        }
+        if let Access::Token(token) = &self.access {
+            let given = request.header("authorization");
+            if !auth::allows(given, token) {
+                // RFC 6750: a request without credentials gets the bare
+                // challenge, a wrong token is told so.
+                let challenge = match given {
+                    None => r#"Bearer realm="ikigai-tools mcp""#,
+                    Some(_) => r#"Bearer realm="ikigai-tools mcp", error="invalid_token""#,
+                };
+                let error = RpcError::new(
+                    code::UNAUTHORIZED,
+                    "Unauthorized: send the server's token as \"Authorization: Bearer TOKEN\"",
+                );
+                return reply(
+                    ex,
+                    401,
+                    Some(&error_body(&Value::Null, &error)),
+                    &[("WWW-Authenticate", challenge)],
+                );
+            }
+        }
+        match request.method.as_str() {
+            "POST" => self.post(request, ex),
+            "DELETE" => {
+                let status = match request.header("mcp-session-id") {
+                    None => 400,
+                    Some(id) if self.sessions.end(id) => 200,
+                    Some(_) => 404,
+                };
+                reply(ex, status, None, &[])
+            }
+            _ => reply(ex, 405, None, &[("Allow", "POST, DELETE")]),
+        }
     }
-    let (origin, host) = (header(&request, "origin"), header(&request, "host"));
-    if !origin_allowed(origin, host, loopback) {
-        let error = RpcError::new(code::INVALID_REQUEST, "Forbidden: foreign Host or Origin");
-        return reply(request, 403, Some(&error_body(&Value::Null, &error)), None);
-    }
-    match request.method() {
-        Method::Post => post(request, service, sessions),
-        Method::Delete => {
-            let id = header(&request, "mcp-session-id").map(str::to_string);
-            let status = match id {
-                None => 400,
-                Some(id) => match sessions.lock().unwrap().remove(&id) {
-                    Some(session) => {
-                        for flag in session.in_flight.lock().unwrap().values() {
+
+    fn post(&self, request: Request, ex: &mut Exchange) {
+        let value = match serde_json::from_slice::<Value>(&request.body) {
+            Ok(value) => value,
+            Err(e) => {
+                let error = RpcError::new(code::PARSE_ERROR, format!("Parse error: {e}"));
+                return reply(ex, 400, Some(&error_body(&Value::Null, &error)), &[]);
+            }
+        };
+        if value.is_array() {
+            let error = RpcError::new(code::INVALID_REQUEST, "batches are not supported");
+            return reply(ex, 400, Some(&error_body(&Value::Null, &error)), &[]);
+        }
+        let (id, method, params) = match protocol::parse(value) {
+            Err(answer) => return reply(ex, 400, Some(&answer), &[]),
+            Ok(Message::Response { .. }) => return reply(ex, 202, None, &[]),
+            Ok(Message::Notification { method, params }) => {
+                if method == "notifications/cancelled" {
+                    if let Some(session) = self.session_of(&request) {
+                        let key = params["requestId"].to_string();
+                        if let Some(flag) = session.in_flight.lock().unwrap().get(&key) {
                             flag.store(true, Ordering::SeqCst);
                         }
-                        200
-                    }
-                    None => 404,
-                },
-            };
-            reply(request, status, None, None)
-        }
-        _ => {
-            let allow = Header::from_bytes("Allow", "POST, DELETE").expect("static header");
-            let _ = request.respond(Response::empty(405).with_header(allow));
-        }
-    }
-}
-
-fn post(mut request: Request, service: &Service, sessions: &Sessions) {
-    let mut body = Vec::new();
-    let read = request
-        .as_reader()
-        .take(BODY_LIMIT + 1)
-        .read_to_end(&mut body);
-    if read.is_err() {
-        return reply(request, 400, None, None);
-    }
-    if body.len() as u64 > BODY_LIMIT {
-        let error = RpcError::new(code::INVALID_REQUEST, "request body too large");
-        return reply(request, 413, Some(&error_body(&Value::Null, &error)), None);
-    }
-    let value = match serde_json::from_slice::<Value>(&body) {
-        Ok(value) => value,
-        Err(e) => {
-            let error = RpcError::new(code::PARSE_ERROR, format!("Parse error: {e}"));
-            return reply(request, 400, Some(&error_body(&Value::Null, &error)), None);
-        }
-    };
-    if value.is_array() {
-        let error = RpcError::new(code::INVALID_REQUEST, "batches are not supported");
-        return reply(request, 400, Some(&error_body(&Value::Null, &error)), None);
-    }
-    let (id, method, params) = match protocol::parse(value) {
-        Err(answer) => return reply(request, 400, Some(&answer), None),
-        Ok(Message::Response { .. }) => return reply(request, 202, None, None),
-        Ok(Message::Notification { method, params }) => {
-            if method == "notifications/cancelled" {
-                if let Some(session) = session_of(&request, sessions) {
-                    let key = params["requestId"].to_string();
-                    if let Some(flag) = session.in_flight.lock().unwrap().get(&key) {
-                        flag.store(true, Ordering::SeqCst);
                     }
                 }
+                return reply(ex, 202, None, &[]);
             }
-            return reply(request, 202, None, None);
-        }
-        Ok(Message::Request { id, method, params }) => (id, method, params),
-    };
-    let fail = |request, status, error: RpcError| {
-        reply(request, status, Some(&error_body(&id, &error)), None)
-    };
-    if method == "initialize" {
-        // No stream carries server-initiated notifications here; the list
-        // itself stays current.
-        let (version, result) = service.initialize(&params, false);
-        let session_id = new_session_id();
-        let session = Session {
-            version,
-            in_flight: Mutex::default(),
+            Ok(Message::Request { id, method, params }) => (id, method, params),
         };
-        sessions
-            .lock()
-            .unwrap()
-            .insert(session_id.clone(), Arc::new(session));
-        let body = protocol::result_response(&id, result);
-        return reply(request, 200, Some(&body), Some(&session_id));
-    }
-    let session = if meta_version(&params).is_some() {
-        if let Err(error) = check_modern_headers(&request, &method, &params) {
-            return fail(request, 400, error);
+        let fail = |ex: &mut Exchange, status, error: RpcError| {
+            reply(ex, status, Some(&error_body(&id, &error)), &[])
+        };
+        if method == "initialize" {
+            // No stream carries server-initiated notifications here; the list
+            // itself stays current.
+            let (version, result) = self.service.initialize(&params, false);
+            let session_id = new_session_id();
+            self.sessions
+                .create(session_id.clone(), version, Instant::now());
+            let body = protocol::result_response(&id, result);
+            return reply(ex, 200, Some(&body), &[("Mcp-Session-Id", &session_id)]);
         }
-        None
-    } else {
-        let Some(session_id) = header(&request, "mcp-session-id") else {
+        let session = if meta_version(&params).is_some() {
+            if let Err(error) = check_modern_headers(&request, &method, &params) {
+                return fail(ex, 400, error);
+            }
+            None
+        } else {
+            let Some(session_id) = request.header("mcp-session-id") else {
+                let error = RpcError::new(
+                    code::INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required (send initialize first, or \
+                     name the protocol version in params._meta)",
+                );
+                return fail(ex, 400, error);
+            };
+            let Some(session) = self.sessions.get(session_id, Instant::now()) else {
+                let error = RpcError::new(code::INVALID_REQUEST, "Session not found");
+                return fail(ex, 404, error);
+            };
+            let asked = request.header("mcp-protocol-version");
+            if let Some(asked) = asked.filter(|a| !HANDSHAKE_VERSIONS.contains(a)) {
+                return fail(ex, 400, RpcError::unsupported_version(&json!(asked)));
+            }
+            Some(session)
+        };
+        let negotiated = session.as_ref().map(|s| s.version.as_str());
+        let era = match Service::era_of(&params, negotiated) {
+            Ok(era) => era,
+            Err(error) => return fail(ex, 400, error),
+        };
+        // Only calls take a place: the other methods answer at once.
+        let slot = self.calls.take();
+        if method == "tools/call" && slot.is_none() {
             let error = RpcError::new(
-                code::INVALID_REQUEST,
-                "Bad Request: Mcp-Session-Id header is required (send initialize first, or \
-                 name the protocol version in params._meta)",
+                code::SERVER_BUSY,
+                format!(
+                    "Too many calls at once ({MAX_CALLS} are running); retry after {RETRY_AFTER} s"
+                ),
             );
-            return fail(request, 400, error);
-        };
-        let Some(session) = sessions.lock().unwrap().get(session_id).cloned() else {
-            let error = RpcError::new(code::INVALID_REQUEST, "Session not found");
-            return fail(request, 404, error);
-        };
-        let asked = header(&request, "mcp-protocol-version").map(str::to_string);
-        if let Some(asked) = asked.filter(|a| !HANDSHAKE_VERSIONS.contains(&a.as_str())) {
-            return fail(request, 400, RpcError::unsupported_version(&json!(asked)));
+            return reply(
+                ex,
+                429,
+                Some(&error_body(&id, &error)),
+                &[("Retry-After", RETRY_AFTER)],
+            );
         }
-        Some(session)
-    };
-    let negotiated = session.as_ref().map(|s| s.version.as_str());
-    let era = match Service::era_of(&params, negotiated) {
-        Ok(era) => era,
-        Err(error) => return fail(request, 400, error),
-    };
-    let flag = Arc::new(AtomicBool::new(false));
-    let key = id.to_string();
-    if let Some(session) = &session {
-        session
-            .in_flight
-            .lock()
-            .unwrap()
-            .insert(key.clone(), flag.clone());
+        let _slot = slot.filter(|_| method == "tools/call");
+        let flag = Arc::new(AtomicBool::new(false));
+        let key = id.to_string();
+        if let Some(session) = &session {
+            session
+                .in_flight
+                .lock()
+                .unwrap()
+                .insert(key.clone(), flag.clone());
+        }
+        let streams = method == "tools/call"
+            && request
+                .header("accept")
+                .is_some_and(|a| a.contains("text/event-stream"));
+        let result = if streams {
+            stream(ex, &self.service, &era, &method, &params, &id, &flag);
+            None
+        } else {
+            Some(self.service.handle(&era, &method, &params, Some(&flag)))
+        };
+        if let Some(session) = &session {
+            session.in_flight.lock().unwrap().remove(&key);
+        }
+        match result {
+            None => {}
+            Some(Ok(result)) => reply(ex, 200, Some(&protocol::result_response(&id, result)), &[]),
+            // The stateless revision says an unknown method is a 404.
+            Some(Err(e)) if e.code == code::METHOD_NOT_FOUND && era == Era::Modern => {
+                fail(ex, 404, e)
+            }
+            Some(Err(e)) => fail(ex, 200, e),
+        }
     }
-    let streams = method == "tools/call"
-        && header(&request, "accept").is_some_and(|a| a.contains("text/event-stream"));
-    let result = if streams {
-        stream(request, service, &era, &method, &params, &id, &flag);
-        None
-    } else {
-        Some((request, service.handle(&era, &method, &params, Some(&flag))))
-    };
-    if let Some(session) = &session {
-        session.in_flight.lock().unwrap().remove(&key);
-    }
-    let Some((request, result)) = result else {
-        return;
-    };
-    match result {
-        Ok(result) => reply(
-            request,
-            200,
-            Some(&protocol::result_response(&id, result)),
-            None,
-        ),
-        // The stateless revision says an unknown method is a 404.
-        Err(e) if e.code == code::METHOD_NOT_FOUND && era == Era::Modern => fail(request, 404, e),
-        Err(e) => fail(request, 200, e),
+
+    fn session_of(&self, request: &Request) -> Option<Arc<Session>> {
+        let id = request.header("mcp-session-id")?;
+        self.sessions.get(id, Instant::now())
     }
 }
 
@@ -215,7 +265,7 @@ fn post(mut request: Request, service: &Service, sessions: &Sessions) {
 /// runs (a write that fails means the client left: the call is cancelled),
 /// then the response as one `message` event.
 fn stream(
-    request: Request,
+    ex: &mut Exchange,
     service: &Service,
     era: &Era,
     method: &str,
@@ -223,13 +273,12 @@ fn stream(
     id: &Value,
     flag: &AtomicBool,
 ) {
-    let mut out = request.into_writer();
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-                X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n";
-    let mut alive = out
-        .write_all(head.as_bytes())
-        .and_then(|()| out.flush())
-        .is_ok();
+    let headers = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "no-cache"),
+        ("X-Accel-Buffering", "no"),
+    ];
+    let mut out = ex.stream(200, &headers).ok();
     let result = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
         s.spawn(move || {
@@ -239,8 +288,13 @@ fn stream(
             match rx.recv_timeout(KEEPALIVE) {
                 Ok(result) => return Some(result),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if alive && chunk(&mut out, b": running\n\n").is_err() {
-                        alive = false;
+                    if out
+                        .as_mut()
+                        .is_some_and(|o| o.chunk(b": running\n\n").is_err())
+                    {
+                        out = None;
+                    }
+                    if out.is_none() {
                         flag.store(true, Ordering::SeqCst);
                     }
                 }
@@ -248,33 +302,23 @@ fn stream(
             }
         }
     });
-    if !alive || flag.load(Ordering::SeqCst) {
+    let Some(mut out) = out.filter(|_| !flag.load(Ordering::SeqCst)) else {
         return;
-    }
+    };
     let message = match result {
         Some(Ok(result)) => protocol::result_response(id, result),
         Some(Err(e)) => error_body(id, &e),
         None => error_body(id, &RpcError::new(code::INTERNAL_ERROR, "the call failed")),
     };
     let event = format!("event: message\ndata: {message}\n\n");
-    let _ = chunk(&mut out, event.as_bytes())
-        .and_then(|()| out.write_all(b"0\r\n\r\n"))
-        .and_then(|()| out.flush());
-}
-
-/// Writes one chunk of a chunked body and sends it.
-fn chunk(out: &mut dyn Write, data: &[u8]) -> std::io::Result<()> {
-    write!(out, "{:x}\r\n", data.len())?;
-    out.write_all(data)?;
-    out.write_all(b"\r\n")?;
-    out.flush()
+    let _ = out.chunk(event.as_bytes()).and_then(|()| out.finish());
 }
 
 /// The stateless revision's headers must say what the body says.
 fn check_modern_headers(request: &Request, method: &str, params: &Value) -> Result<(), RpcError> {
     let mismatch = |what: String| Err(RpcError::new(code::HEADER_MISMATCH, what));
     let version = meta_version(params).and_then(Value::as_str);
-    match header(request, "mcp-protocol-version") {
+    match request.header("mcp-protocol-version") {
         None => return mismatch("Header mismatch: MCP-Protocol-Version header is required".into()),
         Some(h) if Some(h) != version => {
             return mismatch(format!(
@@ -285,7 +329,7 @@ fn check_modern_headers(request: &Request, method: &str, params: &Value) -> Resu
         }
         Some(_) => {}
     }
-    match header(request, "mcp-method") {
+    match request.header("mcp-method") {
         None => return mismatch("Header mismatch: Mcp-Method header is required".into()),
         Some(h) if h != method => {
             return mismatch(format!(
@@ -296,7 +340,7 @@ fn check_modern_headers(request: &Request, method: &str, params: &Value) -> Resu
         Some(_) => {}
     }
     if let Some(name) = params["name"].as_str().filter(|_| method == "tools/call") {
-        match header(request, "mcp-name").map(decode_header_value) {
+        match request.header("mcp-name").map(decode_header_value) {
             None => return mismatch("Header mismatch: Mcp-Name header is required".into()),
             Some(h) if h.as_deref() != Some(name) => {
                 return mismatch(format!(
@@ -374,53 +418,42 @@ fn host_part(authority: &str) -> String {
     host.to_ascii_lowercase()
 }
 
-fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_str())
-}
-
-fn session_of(request: &Request, sessions: &Sessions) -> Option<Arc<Session>> {
-    let id = header(request, "mcp-session-id")?;
-    sessions.lock().unwrap().get(id).cloned()
-}
-
 fn error_body(id: &Value, error: &RpcError) -> Value {
     protocol::error_response(id, error)
 }
 
-fn reply(request: Request, status: u16, body: Option<&Value>, session: Option<&str>) {
-    let mut response = match body {
-        Some(body) => Response::from_string(body.to_string()).with_header(
-            Header::from_bytes("Content-Type", "application/json").expect("static header"),
-        ),
-        None => Response::from_string(String::new()),
-    }
-    .with_status_code(status);
-    if let Some(id) = session {
-        if let Ok(h) = Header::from_bytes("Mcp-Session-Id", id) {
-            response = response.with_header(h);
+fn reply(ex: &mut Exchange, status: u16, body: Option<&Value>, headers: &[(&str, &str)]) {
+    let mut all = headers.to_vec();
+    let text = match body {
+        Some(body) => {
+            all.push(("Content-Type", "application/json"));
+            body.to_string()
         }
-    }
-    // A client that went away needs no answer.
-    let _ = request.respond(response);
+        None => String::new(),
+    };
+    ex.send(status, &all, text.as_bytes());
 }
 
 /// 128 random bits, as hex: unguessable, so one client cannot use another's
 /// session.
 fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    // SAFETY: getrandom fills the buffer it is given, at most its length.
-    let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if filled != bytes.len() as isize {
-        // The kernel always has entropy after boot; this is a fallback only.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes = (nanos ^ u128::from(std::process::id())).to_le_bytes();
+    random_hex(16)
+}
+
+/// `n` random bytes from the kernel, as hex.
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        // SAFETY: getrandom writes at most the length it is given, here the
+        // rest of the buffer.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), n - filled, 0) };
+        if got <= 0 {
+            // Interrupted by a signal: again.
+            std::thread::yield_now();
+            continue;
+        }
+        filled += got as usize;
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

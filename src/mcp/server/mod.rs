@@ -1,7 +1,9 @@
 //! `ikigai-tools mcp`: every tool the host discovers (the system and user
 //! tool directories, both tool protocols), offered to MCP clients over stdio
-//! or, with `--http HOST:PORT`, Streamable HTTP at `/mcp`. Calls run through
-//! the host's own call path, with the host's limits. The tool directories
+//! or, with `--http HOST:PORT`, Streamable HTTP at `/mcp` behind a bearer
+//! token and limits (decision 73). Calls run through the host's own call
+//! path, with the host's limits and sandbox, and their results are sized
+//! for a model (decision 25). The tool directories
 //! are watched: when they change, the tools are discovered again (and a
 //! stdio client is told with `notifications/tools/list_changed`). This
 //! server never starts the MCP servers of the host's own configuration: it
@@ -24,7 +26,11 @@ use crate::host::settings::{self, parse_dir, parse_size, parse_timeout, Override
 use crate::sandbox::Mode;
 use crate::tool::Env;
 
+pub mod auth;
+mod captures;
+mod conn;
 pub mod http;
+mod limits;
 mod pool;
 pub mod service;
 pub mod stdio;
@@ -69,6 +75,21 @@ pub struct McpOptions {
     /// let sandboxed calls open network sockets
     #[argh(switch)]
     pub network: bool,
+
+    /// bytes of each output a result carries, the whole saved in a file
+    /// the result names (default 32K)
+    #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
+    pub model_output: Option<usize>,
+
+    /// with --http: the bearer token clients must send, read from FILE
+    /// (default: $IKIGAI_MCP_TOKEN, else one made at start, shown once and
+    /// saved in $XDG_RUNTIME_DIR/ikigai/mcp-PORT.token)
+    #[argh(option, arg_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// with --http on a loopback address: serve without a token
+    #[argh(switch)]
+    pub no_auth: bool,
 }
 
 pub fn main(args: Vec<OsString>) -> ExitCode {
@@ -102,12 +123,17 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Ok(addr) => addr,
         Err(e) => return usage(&e),
     };
+    let env = Env::from_process();
+    let access = match access(&options, addr, &env) {
+        Ok(access) => access,
+        Err(e) => return usage(&format!("ikigai-tools mcp: {e}")),
+    };
     // The tools' keys stay out of reach of the tools, as in the assistant.
     crate::host::keep_memory_private();
     discovery::raise_open_file_limit();
     // Every call is fenced as the assistant's are: the directory the server
     // was started in is the workspace.
-    let mode = match settings::sandbox_mode(options.sandbox, &Env::from_process(), None, false) {
+    let mode = match settings::sandbox_mode(options.sandbox, &env, None, false) {
         Ok(mode) => mode,
         Err(e) => return usage(&format!("ikigai-tools mcp: {e}")),
     };
@@ -135,14 +161,21 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             skipped.reason
         );
     }
-    let service = Arc::new(service::Service::new(registry, settings.clone()));
+    let service = Arc::new(service::Service::new(
+        registry,
+        settings.clone(),
+        options
+            .model_output
+            .unwrap_or(crate::host::for_model::DEFAULT_MODEL_OUTPUT),
+        captures::Captures::new(&env),
+    ));
     let changes = watch(settings, seen, service.clone());
     match addr {
         None => {
             stdio::serve(service, changes);
             ExitCode::SUCCESS
         }
-        Some(addr) => match http::serve(service, addr) {
+        Some(addr) => match http::serve(service, addr, access, &env) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("ikigai-tools mcp: {e}");
@@ -150,6 +183,38 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             }
         },
     }
+}
+
+/// How HTTP requests are let in: a token given, `--no-auth` (which only a
+/// loopback address may have), or None: a token is to be made, once the
+/// port is known. Over stdio (the client started us) there is nothing to
+/// let in, and the HTTP options are refused.
+fn access(
+    options: &McpOptions,
+    addr: Option<SocketAddr>,
+    env: &Env,
+) -> Result<Option<auth::Access>, String> {
+    let Some(addr) = addr else {
+        if options.no_auth || options.token_file.is_some() {
+            return Err("--no-auth and --token-file go with --http".into());
+        }
+        return Ok(None);
+    };
+    if options.no_auth {
+        if options.token_file.is_some() {
+            return Err("--no-auth and --token-file exclude each other".into());
+        }
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "--no-auth is refused on {}: without a token, anyone who can reach the \
+                 address runs commands as you; it is allowed on a loopback address \
+                 (127.0.0.1, [::1]) only",
+                addr.ip()
+            ));
+        }
+        return Ok(Some(auth::Access::Open));
+    }
+    Ok(auth::given(options.token_file.as_deref(), env)?.map(auth::Access::Token))
 }
 
 /// How often the tool directories are looked at.

@@ -3,15 +3,20 @@
 //! `server/discover` and per-request `_meta` (the stateless 2026-07-28
 //! revision), `ping`, `tools/list` and `tools/call`. A call goes through the
 //! host's own call path, so its envelope, limits and secrets policy are the
-//! assistant's; the envelope then becomes an MCP result.
+//! assistant's; the envelope then becomes an MCP result, sized for a model
+//! as the assistant's are (decision 25: `--model-output`, the whole output
+//! saved and named), and a failure's text ends with its error code in
+//! brackets (decision 73), for clients that give their model only the text.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Map, Value};
 
-use crate::host::call::{self, CallOutcome};
+use super::captures::Captures;
+use crate::host::call;
 use crate::host::envelope::Envelope;
+use crate::host::for_model;
 use crate::host::registry::Registry;
 use crate::host::settings::Settings;
 use crate::mcp::protocol::{
@@ -40,13 +45,24 @@ pub struct Service {
     /// the registry it started with.
     registry: RwLock<Arc<Registry>>,
     settings: Settings,
+    /// The most of each output a result carries (`--model-output`).
+    model_output: usize,
+    /// Where the whole of a cut output goes.
+    captures: Captures,
 }
 
 impl Service {
-    pub fn new(registry: Registry, settings: Settings) -> Service {
+    pub fn new(
+        registry: Registry,
+        settings: Settings,
+        model_output: usize,
+        captures: Captures,
+    ) -> Service {
         Service {
             registry: RwLock::new(Arc::new(registry)),
             settings,
+            model_output,
+            captures,
         }
     }
 
@@ -185,28 +201,45 @@ impl Service {
             }
         };
         let outcome = call::call(&registry, name, &arguments, &self.settings, cancel);
-        Ok(tool_result(&outcome))
+        let envelope = for_model::envelope(
+            name,
+            outcome.to_json(),
+            self.model_output,
+            &mut |what, text| self.captures.save(name, what, text.as_bytes()),
+        );
+        Ok(tool_result(&outcome.envelope, envelope))
     }
 }
 
-/// A call's outcome as a `CallToolResult`: the tool's JSON as text and as
-/// `structuredContent`. A failure is `isError` with its reason as text: a
-/// failure envelope (crash, timeout, a tool that exited non-zero), whole as
-/// `structuredContent` so nothing the host knows is lost, or a tool's own
-/// error answer (`{"error": ..., "error_code": ...}`, which local tools give
-/// with exit status 0).
-pub fn tool_result(outcome: &CallOutcome) -> Value {
-    let (failed, reason, structured) = match &outcome.envelope {
-        Envelope::Success { result, .. } => match result {
-            // A plain-text answer (a shellclaw tool may give one) is the
-            // text itself, not a JSON string; a cut one says so in it.
-            Value::String(text) => (false, text.clone(), Value::Null),
-            _ => match result.get("error").and_then(Value::as_str) {
-                Some(error) => (true, error.to_string(), result.clone()),
-                None => (false, result.to_string(), result.clone()),
-            },
-        },
-        Envelope::Failure { error, .. } => (true, error.clone(), outcome.to_json()),
+/// A call's outcome as a `CallToolResult`, from its envelope and that
+/// envelope as sized for the model (`sized`, decision 25): the tool's JSON
+/// as text and as `structuredContent` (a result cut for the model is its
+/// text alone). A failure is `isError` with its reason as text, ending with
+/// its error code in brackets: a failure envelope (crash, timeout, a tool
+/// that exited non-zero), whole as `structuredContent` so nothing the host
+/// knows is lost, or a tool's own error answer (`{"error": ...,
+/// "error_code": ...}`, which local tools give with exit status 0).
+pub fn tool_result(envelope: &Envelope, sized: Value) -> Value {
+    let with_code = |error: &str, code: Option<&str>| match code {
+        Some(code) => format!("{error} [{code}]"),
+        None => error.to_string(),
+    };
+    let (failed, reason, structured) = match envelope {
+        Envelope::Success { result, .. } => {
+            let shown = sized.get("result").cloned().unwrap_or(Value::Null);
+            match (result.get("error").and_then(Value::as_str), shown) {
+                (Some(error), shown) => {
+                    let code = result.get("error_code").and_then(Value::as_str);
+                    (true, with_code(error, code), shown)
+                }
+                // A plain-text answer (a shellclaw tool may give one), or
+                // one cut for the model, is the text itself, not a JSON
+                // string; a cut one says so in it.
+                (None, Value::String(text)) => (false, text, Value::Null),
+                (None, shown) => (false, shown.to_string(), shown),
+            }
+        }
+        Envelope::Failure { why, error, .. } => (true, with_code(error, Some(why.code())), sized),
     };
     let mut answer = json!({
         "content": [{"type": "text", "text": reason}],
@@ -239,6 +272,7 @@ const INSTRUCTIONS: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::call::CallOutcome;
     use crate::host::envelope::Failure;
     use crate::host::registry::tests::entry;
     use crate::host::registry::Origin;
@@ -254,7 +288,12 @@ mod tests {
                 )
             })
             .collect();
-        Service::new(Registry::build(entries, vec![]), test_settings())
+        Service::new(
+            Registry::build(entries, vec![]),
+            test_settings(),
+            for_model::DEFAULT_MODEL_OUTPUT,
+            Captures::at(None),
+        )
     }
 
     fn test_settings() -> Settings {
@@ -355,18 +394,30 @@ mod tests {
         assert_eq!(e.code, protocol::code::METHOD_NOT_FOUND);
     }
 
+    /// The result of `outcome` as a model of `limit` bytes sees it, the
+    /// whole outputs "saved" in a list.
+    fn result(outcome: &CallOutcome, limit: usize) -> (Value, Vec<(String, String)>) {
+        let mut saved = Vec::new();
+        let sized = for_model::envelope("bash", outcome.to_json(), limit, &mut |what, text| {
+            saved.push((what.to_string(), text.to_string()));
+            Ok(std::path::PathBuf::from(format!("/c/1.{what}")))
+        });
+        (tool_result(&outcome.envelope, sized), saved)
+    }
+
+    fn success(result: Value) -> CallOutcome {
+        CallOutcome::new(
+            Envelope::Success {
+                result,
+                truncated: None,
+            },
+            vec![],
+        )
+    }
+
     #[test]
     fn outcomes_become_results() {
-        let success = |result: Value| {
-            CallOutcome::new(
-                Envelope::Success {
-                    result,
-                    truncated: None,
-                },
-                vec![],
-            )
-        };
-        let ok = tool_result(&success(json!({"a": 1})));
+        let (ok, _) = result(&success(json!({"a": 1})), 1000);
         assert_eq!(
             ok,
             json!({"content": [{"type": "text", "text": "{\"a\":1}"}],
@@ -374,20 +425,53 @@ mod tests {
         );
         let mut failed = CallOutcome::new(Envelope::refused(Failure::Crashed, "why"), vec![]);
         failed.sandbox = Some(json!({"mode": "read-only"}));
-        let bad = tool_result(&failed);
+        let (bad, _) = result(&failed, 1000);
         assert_eq!(bad["isError"], true);
-        assert_eq!(bad["content"][0]["text"], "why");
+        assert_eq!(bad["content"][0]["text"], "why [TOOL_CRASHED]");
         assert_eq!(bad["structuredContent"], failed.to_json());
         assert_eq!(bad["structuredContent"]["sandbox"]["mode"], "read-only");
-        let own = json!({"error": "no such file", "error_code": "FILE_NOT_FOUND"});
-        let bad = tool_result(&success(own.clone()));
+        let own = json!({"error": "File not found: /x", "error_code": "FILE_NOT_FOUND"});
+        let (bad, _) = result(&success(own.clone()), 1000);
         assert_eq!(bad["isError"], true);
-        assert_eq!(bad["content"][0]["text"], "no such file");
+        assert_eq!(
+            bad["content"][0]["text"],
+            "File not found: /x [FILE_NOT_FOUND]"
+        );
         assert_eq!(bad["structuredContent"], own);
-        let text = tool_result(&success(json!("plain \"text\"")));
+        // A third-party tool's error without a code: the text alone.
+        let (bad, _) = result(&success(json!({"error": "no"})), 1000);
+        assert_eq!(bad["content"][0]["text"], "no");
+        let (text, _) = result(&success(json!("plain \"text\"")), 1000);
         assert_eq!(
             text,
             json!({"content": [{"type": "text", "text": "plain \"text\""}], "isError": false})
         );
+    }
+
+    #[test]
+    fn large_outputs_are_cut_for_the_model_and_saved() {
+        let long: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let (r, saved) = result(&success(json!({"output": long, "exit_code": 0})), 1000);
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() < 1200, "{}", text.len());
+        assert!(text.contains("/c/1.output.txt"), "{text}");
+        assert_eq!(r["structuredContent"]["exit_code"], 0);
+        assert_eq!(saved, [("output.txt".to_string(), long.clone())]);
+        // A failure's streams are cut the same way.
+        let failed = CallOutcome::new(
+            Envelope::Failure {
+                why: Failure::Crashed,
+                error: "crashed".into(),
+                exit_code: Some(139),
+                stdout: long.clone(),
+                stderr: long.clone(),
+                truncated: None,
+            },
+            vec![],
+        );
+        let (r, saved) = result(&failed, 1000);
+        assert_eq!(r["content"][0]["text"], "crashed [TOOL_CRASHED]");
+        assert!(r.to_string().len() < 3000);
+        assert_eq!(saved.len(), 2);
     }
 }

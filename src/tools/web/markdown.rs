@@ -1015,4 +1015,6 @@ fn one_line(cell: &str) -> String {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
