@@ -36,8 +36,10 @@ use super::model::{
     arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
     ToolCall, ToolFormat, ToolResult, Usage,
 };
+use super::plan;
 use super::schedule;
 use super::session::{Entry, Session};
+use super::undo::{self, Undo};
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
@@ -108,6 +110,9 @@ pub trait ToolHost: Sync {
         let _ = watch;
         self.call(name, arguments, cancel)
     }
+    /// Where the session keeps its files (background jobs' logs go there:
+    /// decision 68); told before each round of calls.
+    fn session_dir(&self, _dir: Option<&Path>) {}
 }
 
 /// What the person sees, in the order things happen.
@@ -128,6 +133,9 @@ pub trait Ui {
     fn error(&mut self, text: &str);
     /// The tokens one request cost, when the provider said.
     fn usage(&mut self, _usage: &Usage) {}
+    /// The model's plan changed (`update_plan`, decision 69): `{"plan":
+    /// [{step, status}], "explanation"?}`.
+    fn plan(&mut self, _plan: &Value) {}
 }
 
 /// How one message ended.
@@ -161,6 +169,11 @@ pub struct Conversation {
     outputs: Outputs,
     /// One message only (`-p`): no "send another message" advice.
     one_shot: bool,
+    /// Hook (decisions 69, 70): the files kept for `/undo`, the model's
+    /// plan, and what the model is to be told with the next message.
+    undo: Undo,
+    plan: Option<Value>,
+    notes: Vec<String>,
 }
 
 /// Where the conversation is logged. A new session's file is made at its
@@ -195,6 +208,9 @@ impl Conversation {
             model_output: DEFAULT_MODEL_OUTPUT,
             outputs: Outputs::default(),
             one_shot: false,
+            undo: Undo::default(),
+            plan: None,
+            notes: Vec::new(),
         }
     }
 
@@ -212,6 +228,7 @@ impl Conversation {
 
     /// Continues from `messages` (a resumed session).
     pub fn with_history(mut self, messages: Vec<Message>) -> Self {
+        self.plan = plan::latest(&messages); // hook (decision 69)
         self.messages = messages;
         self
     }
@@ -262,6 +279,7 @@ impl Conversation {
 
     /// `/resume`: continues `session` and its `history` from here on.
     pub fn switch_session(&mut self, session: Session, history: Vec<Message>) {
+        self.plan = plan::latest(&history); // hook (decision 69)
         self.messages = history;
         self.log = Log::Open {
             session,
@@ -313,7 +331,11 @@ impl Conversation {
                         text: COMPACT_REQUEST.to_string(),
                     },
                     Message::Assistant {
-                        text: reply.text.clone(),
+                        // Hook (decision 69): the plan outlives compaction.
+                        text: match &self.plan {
+                            Some(plan) => format!("{}\n\n{}", reply.text, plan::as_text(plan)),
+                            None => reply.text.clone(),
+                        },
                         tool_calls: vec![],
                     },
                 ];
@@ -332,6 +354,20 @@ impl Conversation {
             Ok(_) => self.failed(&*client, ModelError::Empty, ui),
             Err(error) => self.failed(&*client, error, ui),
         }
+    }
+
+    /// Hook (decision 69): the model's current plan, if it keeps one
+    /// (`plan::as_text` words it for a compaction summary).
+    pub fn plan(&self) -> Option<&Value> {
+        self.plan.as_ref()
+    }
+
+    /// Hook (decision 70): `/undo`, asking `ask` about each file changed
+    /// since; the model is told with the next message. None: nothing to undo.
+    pub fn undo(&mut self, ask: &mut dyn FnMut(&Path) -> bool) -> Option<undo::Report> {
+        let report = self.undo.undo(ask)?;
+        self.notes.push(report.for_model());
+        Some(report)
     }
 
     /// The session's id, once its file exists.
@@ -361,12 +397,11 @@ impl Conversation {
                 return TurnEnd::NotConfigured;
             }
         };
-        self.push(
-            Message::User {
-                text: text.to_string(),
-            },
-            ui,
-        );
+        // Hook (decision 70): a new message for /undo, and what the model is
+        // to be told of what happened since the last one.
+        self.undo.next_message();
+        let text = undo::with_notes(std::mem::take(&mut self.notes), text);
+        self.push(Message::User { text }, ui);
         if !host.ready() {
             ui.waiting("waiting for tool discovery");
         }
@@ -572,6 +607,7 @@ impl Conversation {
         // Uncontained calls are asked more often; the host knows whether
         // the kernel can fence them.
         self.approval.unsandboxed = host.unsandboxed();
+        host.session_dir(self.beside().as_deref()); // hook (decision 68)
         let mut envelopes: Vec<Option<Value>> = vec![None; calls.len()];
         let mut preset = preset;
         for batch in schedule::batches(&read_only) {
@@ -600,7 +636,15 @@ impl Conversation {
                         let outcome = CallOutcome::new(envelope, vec![]);
                         envelopes[index] = Some(self.finish_call(call, outcome, ui));
                     }
-                    None => approved.push(index),
+                    None => {
+                        // Hook (decision 70): the files it may change, kept.
+                        let beside = self.beside();
+                        let kept =
+                            self.undo
+                                .before_call(&call.name, &arguments[index], beside.as_deref());
+                        kept.inspect(|note| ui.notice(note));
+                        approved.push(index)
+                    }
                 }
             }
             self.run_together(
@@ -708,14 +752,16 @@ impl Conversation {
     /// (the whole outputs saved beside the session) and logs that.
     fn finish_call(&mut self, call: &ToolCall, outcome: CallOutcome, ui: &mut dyn Ui) -> Value {
         ui.tool_outcome(call, &outcome);
+        // Hook (decisions 69, 70): the plan shown; the files' new state noted.
+        self.undo.after_call(&call.name, &call.arguments);
+        if let Some(plan) = plan::from_call(call, &outcome) {
+            ui.plan(&plan);
+            self.plan = Some(plan);
+        }
         for event in &outcome.events {
             ui.event(event);
         }
-        // Beside the session's log when there is one: `ID.jsonl`, `ID/`.
-        let beside = match &self.log {
-            Log::Open { session, .. } => Some(session.path().with_extension("")),
-            _ => None,
-        };
+        let beside = self.beside();
         let outputs = &mut self.outputs;
         let envelope = for_model::envelope(
             &call.name,
@@ -774,6 +820,14 @@ impl Conversation {
         }
         self.log(Entry::Notice { text }, ui);
         end
+    }
+
+    /// The session's directory: beside its log, `ID.jsonl`, `ID/`.
+    fn beside(&self) -> Option<PathBuf> {
+        match &self.log {
+            Log::Open { session, .. } => Some(session.path().with_extension("")),
+            _ => None,
+        }
     }
 
     fn push(&mut self, message: Message, ui: &mut dyn Ui) {

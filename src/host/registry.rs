@@ -15,6 +15,9 @@ pub enum Origin {
     User,
     /// Listed by an MCP server of the user's configuration.
     Mcp,
+    /// The assistant's own tools (shell_start, update_plan, ...:
+    /// `host::own`), answered by the assistant itself, never served over MCP.
+    Host,
 }
 
 impl Origin {
@@ -23,6 +26,7 @@ impl Origin {
             Origin::System => "system",
             Origin::User => "user",
             Origin::Mcp => "mcp",
+            Origin::Host => "host",
         }
     }
 }
@@ -123,6 +127,25 @@ impl Registry {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Registry { entries, skipped }
+    }
+
+    /// This registry with the host's own tools (`host::own`) added: they
+    /// take their names from any discovered tool, which is skipped, so a
+    /// file in a tool directory cannot stand in for the host.
+    pub fn with_own(mut self, own: Vec<Entry>) -> Registry {
+        for entry in own {
+            if let Some(i) = self.entries.iter().position(|e| e.name == entry.name) {
+                let shadowed = self.entries.remove(i);
+                self.skipped.push(Skipped {
+                    reason: format!("tool '{}' is one of the assistant's own", shadowed.name),
+                    path: shadowed.path,
+                });
+            }
+            self.entries.push(entry);
+        }
+        self.entries.sort_by(|a, b| a.name.cmp(&b.name));
+        self.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        self
     }
 
     /// Every tool, sorted by name.
