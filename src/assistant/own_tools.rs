@@ -40,24 +40,24 @@ pub fn call(
     }
     let entry = state.registry.lookup(name)?;
     let envelope = match checked(name, &entry.schema, arguments) {
-        Err(envelope) => envelope,
+        Err(envelope) => *envelope,
         Ok(args) => answer(state, settings, name, &args, session),
     };
     Some(CallOutcome::new(envelope, vec![]))
 }
 
 /// The arguments as the schema allows them, or the envelope saying why not.
-fn checked(name: &str, schema: &Value, arguments: &Value) -> Result<Value, Envelope> {
+fn checked(name: &str, schema: &Value, arguments: &Value) -> Result<Value, Box<Envelope>> {
     let Some(map) = arguments.as_object() else {
         let what = format!(
             "expected a JSON object, got {}",
             crate::args::type_name(arguments)
         );
-        return Err(Envelope::invalid_params(name, &what));
+        return Err(Box::new(Envelope::invalid_params(name, &what)));
     };
     crate::args::validate(schema, map)
         .map(Value::Object)
-        .map_err(|e| tool_error(ErrorCode::InvalidArg, e.message))
+        .map_err(|e| Box::new(tool_error(ErrorCode::InvalidArg, e.message)))
 }
 
 fn answer(
