@@ -188,10 +188,14 @@ fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow 
 fn refresh(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
     print("Refreshing tools...");
     state.refresh();
-    print(&format!(
-        "Tools refreshed. {} tools available.",
-        state.registry.len()
-    ));
+    // The tools found on disk: the assistant's own are always there.
+    let found = state
+        .registry
+        .entries()
+        .iter()
+        .filter(|e| e.origin != crate::host::registry::Origin::Host)
+        .count();
+    print(&format!("Tools refreshed. {found} tools available."));
     Flow::Continue
 }
 
@@ -329,7 +333,7 @@ mod tests {
         assert_eq!(flow, Flow::Continue);
         assert_eq!(
             printed,
-            ["Refreshing tools...", "Tools refreshed. 4 tools available."]
+            ["Refreshing tools...", "Tools refreshed. 0 tools available."]
         );
         let help = text("/help", &mut s);
         assert!(

@@ -133,6 +133,14 @@ fn a_job_prints_while_the_model_goes_on_then_exits_and_its_output_is_read_once()
     );
     let mode = std::fs::metadata(log).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    // Each call in words on the screen.
+    for line in [
+        "✓ Started job 1 in the background: for i in 1 2 3 4 5 6; do echo tick $i;",
+        "✓ Read job 1 (exited 3, ",
+        "✓ Ended job 1 (exited)",
+    ] {
+        assert!(out.stderr.contains(line), "{line}: {}", out.stderr);
+    }
     let unknown = answer(&server, 6);
     assert_eq!(unknown["error_code"], "NOT_FOUND", "{unknown}");
     assert_eq!(unknown["error"], "there is no job 7 (jobs: 1)");

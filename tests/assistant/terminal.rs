@@ -656,6 +656,7 @@ fn the_plan_shows_as_a_checklist_each_time_it_changes() {
         {"step": "Run the tests", "status": "pending"}
     ], "explanation": "found the bug"});
     pty.type_in(&format!("call update_plan {plan}\r"));
+    pty.expect("✓ Updated the plan (1 of 3 done)");
     pty.expect("Plan:\r\n  ✓ Read the parser\r\n  ▸ Fix the off-by-one\r\n  ☐ Run the tests\r\n    found the bug");
     pty.expect_prompt(2);
     // A plan the tool refuses (two steps in progress) is not shown.
