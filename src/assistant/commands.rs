@@ -188,14 +188,10 @@ fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow 
 fn refresh(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
     print("Refreshing tools...");
     state.refresh();
-    // The tools found on disk: the assistant's own are always there.
-    let found = state
-        .registry
-        .entries()
-        .iter()
-        .filter(|e| e.origin != crate::host::registry::Origin::Host)
-        .count();
-    print(&format!("Tools refreshed. {found} tools available."));
+    print(&format!(
+        "Tools refreshed. {} tools available.",
+        state.registry.found()
+    ));
     Flow::Continue
 }
 

@@ -166,8 +166,13 @@ impl Registry {
         &self.skipped
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
+    /// How many tools there are, the assistant's own (`Origin::Host`) left
+    /// out: those found on disk or listed by MCP servers.
+    pub fn found(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.origin != Origin::Host)
+            .count()
     }
 
     pub fn is_empty(&self) -> bool {
