@@ -1139,6 +1139,18 @@ class Assistant:
                 out.append(json.loads(text.split(" returned ", 1)[1]))
         return out
 
+    def tell(self, text):
+        """A plain message, echoed by the stub; it takes the note /undo
+        leaves for the model, which the stub would otherwise read as text
+        instead of calls."""
+        self.send(text)
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise Wrong("the assistant ended: " + "".join(self.err[-5:]))
+            if line.startswith(b"[stub] You said:"):
+                return
+
     def call(self, name, args):
         self.send(f"call {name} {json.dumps(args)}")
         return self.answers(1)[0]
@@ -1201,9 +1213,15 @@ def bench_agent(t):
             undo_times.append(time.perf_counter() - start)
             if said.count(".txt") != AGENT_FILES:
                 raise Wrong(f"/undo said: {said[:300]}")
+            a.tell("ok")
         with open(paths[0]) as f:
             if f.read() != before:
                 raise Wrong("/undo did not put the first file back")
+        # A new conversation: the round trip below is the call's, not that of
+        # the megabytes of history the writes left.
+        start_at = len(a.err)
+        a.send("/clear")
+        a.notice("Started a new conversation", start_at)
         # A job that prints a line every 10 ms for as long as the bench runs.
         started = a.call("shell_start", {"command": "while :; do echo tick; sleep 0.01; done"})
         if not started.get("tool_success"):
