@@ -172,7 +172,9 @@ pub fn run(line: &str, state: &mut HostState) -> Reply {
 
 fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
     if args.is_empty() {
-        print(&listing(&state.registry));
+        // The tools found; the assistant's own are in /help's words and
+        // `/tool NAME` shows each.
+        print(&listing(&state.registry.discovered()));
     } else {
         print(&match state.registry.lookup(args) {
             Some(entry) => inspect(entry),

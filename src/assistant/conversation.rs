@@ -262,6 +262,10 @@ impl Conversation {
     pub fn clear(&mut self) {
         self.messages.clear();
         self.told_left_out.clear();
+        // Hook (decisions 69, 70): the new conversation has no plan and
+        // nothing to be told; the files kept for /undo stay (they are files).
+        self.plan = None;
+        self.notes.clear();
         self.log = match std::mem::replace(&mut self.log, Log::Off) {
             Log::Open { session, .. } => match session.path().parent() {
                 Some(dir) => Log::New(dir.to_path_buf()),

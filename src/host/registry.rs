@@ -148,6 +148,19 @@ impl Registry {
         self
     }
 
+    /// This registry without the host's own tools: what discovery found.
+    pub fn discovered(&self) -> Registry {
+        Registry {
+            entries: self
+                .entries
+                .iter()
+                .filter(|e| e.origin != Origin::Host)
+                .cloned()
+                .collect(),
+            skipped: self.skipped.clone(),
+        }
+    }
+
     /// Every tool, sorted by name.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
