@@ -1097,6 +1097,166 @@ def bench_mcp(t):
             peer_bytes=idle["peer"]),
     ]
 
+AGENT_FILES = 100
+AGENT_FILE_BYTES = 100_000
+AGENT_ROUNDS = 6
+AGENT_OUTPUT_CALLS = 100
+
+
+class Assistant:
+    """`ikigai --provider stub` reading lines from a pipe: each `call NAME
+    {ARGS}` line is one message whose tool calls run through the host, the
+    stub quoting each envelope on stdout as `[stub] NAME returned {...}`;
+    stderr (notices such as /undo's) is read on a thread."""
+
+    def __init__(self, cwd, env):
+        self.p = subprocess.Popen([HOST, "--provider", "stub"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                  env=env)
+        self.err = []
+        self.err_seen = threading.Condition()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read_err(self):
+        for line in self.p.stderr:
+            with self.err_seen:
+                self.err.append(line.decode(errors="replace"))
+                self.err_seen.notify_all()
+
+    def send(self, line):
+        self.p.stdin.write((line + "\n").encode())
+        self.p.stdin.flush()
+
+    def answers(self, n):
+        """The next n envelopes the stub quoted."""
+        out = []
+        while len(out) < n:
+            line = self.p.stdout.readline()
+            if not line:
+                raise Wrong("the assistant ended: " + "".join(self.err[-5:]))
+            text = line.decode(errors="replace")
+            if text.startswith("[stub] ") and " returned " in text:
+                out.append(json.loads(text.split(" returned ", 1)[1]))
+        return out
+
+    def tell(self, text):
+        """A plain message, echoed by the stub; it takes the note /undo
+        leaves for the model, which the stub would otherwise read as text
+        instead of calls."""
+        self.send(text)
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise Wrong("the assistant ended: " + "".join(self.err[-5:]))
+            if line.startswith(b"[stub] You said:"):
+                return
+
+    def call(self, name, args):
+        self.send(f"call {name} {json.dumps(args)}")
+        return self.answers(1)[0]
+
+    def notice(self, prefix, start):
+        """Waits for a stderr line starting with prefix, from index start."""
+        with self.err_seen:
+            while True:
+                for line in self.err[start:]:
+                    if line.startswith(prefix):
+                        return line
+                if self.p.poll() is not None:
+                    raise Wrong("the assistant ended: " + "".join(self.err[-5:]))
+                self.err_seen.wait(timeout=30)
+
+    def close(self):
+        self.p.stdin.close()
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def bench_agent(t):
+    """The assistant's own tools (decisions 68, 70): /undo of a turn that
+    changed 100 files of 100 KB, and a shell_output round trip on a running
+    job, beside a bash call that reads the same log."""
+    need_host()
+    need_tool("file-write")
+    work = tempfile.mkdtemp(prefix="agent-", dir=DATA)
+    home = tempfile.mkdtemp(prefix="agent-home-", dir=DATA)
+    env = host_env(LIBEXEC, empty_dir("agent-tools"))
+    env.update({"HOME": home, "XDG_DATA_HOME": os.path.join(home, "data"),
+                "XDG_CONFIG_HOME": os.path.join(home, "config"), "NO_COLOR": "1"})
+    for key in ("IKIGAI_APPROVAL", "IKIGAI_PROVIDER", "IKIGAI_CONFIG"):
+        env.pop(key, None)
+    paths = [os.path.join(work, f"f{i:03}.txt") for i in range(AGENT_FILES)]
+    line = "x" * 99 + "\n"
+    before = line * (AGENT_FILE_BYTES // 100)
+    for path in paths:
+        with open(path, "w") as f:
+            f.write(before)
+    after = before.replace("x", "y", 1)
+    a = Assistant(work, env)
+    undo_times, output_times, bash_times = [], [], []
+    try:
+        t.max_load = max(t.max_load, loadavg())
+        phrases = " ".join("call file_write " + json.dumps({"file_path": p, "content": after})
+                           for p in paths)
+        for _ in range(AGENT_ROUNDS):
+            a.send(phrases)
+            got = a.answers(AGENT_FILES)
+            if not all(g.get("tool_success") for g in got):
+                raise Wrong(f"file_write failed: {str(got)[:300]}")
+            start_at = len(a.err)
+            start = time.perf_counter()
+            a.send("/undo")
+            said = a.notice("Restored ", start_at)
+            undo_times.append(time.perf_counter() - start)
+            if said.count(".txt") != AGENT_FILES:
+                raise Wrong(f"/undo said: {said[:300]}")
+            a.tell("ok")
+        with open(paths[0]) as f:
+            if f.read() != before:
+                raise Wrong("/undo did not put the first file back")
+        # A new conversation: the round trip below is the call's, not that of
+        # the megabytes of history the writes left.
+        start_at = len(a.err)
+        a.send("/clear")
+        a.notice("Started a new conversation", start_at)
+        # A job that prints a line every 10 ms for as long as the bench runs.
+        started = a.call("shell_start", {"command": "while :; do echo tick; sleep 0.01; done"})
+        if not started.get("tool_success"):
+            raise Wrong(f"shell_start: {started}")
+        log_file = started["result"]["log"]
+        for _ in range(AGENT_OUTPUT_CALLS):
+            start = time.perf_counter()
+            got = a.call("shell_output", {"job_id": 1})
+            output_times.append(time.perf_counter() - start)
+            if got.get("result", {}).get("status") != "running":
+                raise Wrong(f"shell_output: {str(got)[:300]}")
+        for _ in range(AGENT_OUTPUT_CALLS // 4):
+            start = time.perf_counter()
+            got = a.call("bash", {"command": f"tail -c 100 {log_file}"})
+            bash_times.append(time.perf_counter() - start)
+            if not got.get("tool_success"):
+                raise Wrong(f"bash: {str(got)[:300]}")
+        a.call("shell_kill", {"job_id": 1})
+        t.max_load = max(t.max_load, loadavg())
+    finally:
+        a.close()
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+    undo_s = statistics.median(undo_times)
+    output_s = statistics.median(output_times)
+    bash_s = statistics.median(bash_times)
+    return [
+        row("agent", f"/undo of a turn that wrote {AGENT_FILES} files of {AGENT_FILE_BYTES // 1000} KB",
+            ours=fmt_time(undo_s), target="< 100 ms", ok=undo_s < 0.1, ours_s=undo_s),
+        row("agent", "shell_output round trip on a running job (a whole stub turn)",
+            ours=fmt_time(output_s), target="< 5 ms", ok=output_s < 0.005, ours_s=output_s),
+        ratio_row("agent", "shell_output beside a bash call reading the same log",
+                  output_s, "bash `tail -c 100 LOG`", bash_s, None),
+    ]
+
 
 def bench_context(t):
     """The agent's context: prompt caching over a long session, a long
@@ -1252,6 +1412,7 @@ BENCHES = {
     "headless": (bench_headless, ["`-p` with one file_read call, json against text",
                                   "`-p` with one file_read call, json against text, CPU time"]),
     "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),
+    "agent": (bench_agent, ["/undo of 100 files of 100 KB; a shell_output round trip"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.

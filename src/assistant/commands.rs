@@ -8,26 +8,35 @@
 //! callback, so `/refresh` can say "Refreshing tools..." before it works.
 
 use crate::host::discovery;
+use crate::host::jobs::{self, Jobs, Status};
 use crate::host::listing::{inspect, listing};
+use crate::host::own;
 use crate::host::registry::Registry;
 use crate::host::settings::Settings;
 
-/// What the commands work on: the settings and the current registry.
+/// What the commands work on: the settings, the current registry (the
+/// discovered tools and the assistant's own, `host::own`) and the
+/// background jobs.
 pub struct HostState {
     pub settings: Settings,
     pub registry: Registry,
+    pub jobs: Jobs,
 }
 
 impl HostState {
     /// Discovers the tools now (blocking, at most about the deadline).
     pub fn discover(settings: Settings) -> HostState {
-        let registry = discovery::discover(&settings);
-        HostState { settings, registry }
+        let registry = discovery::discover(&settings).with_own(own::entries());
+        HostState {
+            settings,
+            registry,
+            jobs: Jobs::default(),
+        }
     }
 
     /// Runs discovery again and replaces the registry.
     pub fn refresh(&mut self) {
-        self.registry = discovery::discover(&self.settings);
+        self.registry = discovery::discover(&self.settings).with_own(own::entries());
     }
 }
 
@@ -74,6 +83,12 @@ pub static COMMANDS: &[Command] = &[
         run: refresh,
     },
     Command {
+        name: "jobs",
+        usage: "/jobs",
+        help: "List the background jobs (shell_start)",
+        run: list_jobs,
+    },
+    Command {
         name: "help",
         usage: "/help",
         help: "Show the commands",
@@ -116,6 +131,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "init",
         "/init",
         "Have the model write an AGENTS.md for this repository (build, test, what to avoid)",
+    ),
+    (
+        "undo",
+        "/undo",
+        "Put back the files the model changed in its last turn that changed any",
     ),
 ];
 
@@ -162,7 +182,9 @@ pub fn run(line: &str, state: &mut HostState) -> Reply {
 
 fn tool(args: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
     if args.is_empty() {
-        print(&listing(&state.registry));
+        // The tools found; the assistant's own are in /help's words and
+        // `/tool NAME` shows each.
+        print(&listing(&state.registry.discovered()));
     } else {
         print(&match state.registry.lookup(args) {
             Some(entry) => inspect(entry),
@@ -180,8 +202,33 @@ fn refresh(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow 
     state.refresh();
     print(&format!(
         "Tools refreshed. {} tools available.",
-        state.registry.len()
+        state.registry.found()
     ));
+    Flow::Continue
+}
+
+fn list_jobs(_: &str, state: &mut HostState, print: &mut dyn FnMut(&str)) -> Flow {
+    let listed = state.jobs.list();
+    if listed.is_empty() {
+        print("No background jobs (the model starts them with shell_start).");
+        return Flow::Continue;
+    }
+    let mut text = String::from("Background jobs:");
+    for job in listed {
+        let status = match &job.status {
+            Status::Running => format!("running {}", jobs::words(job.ran)),
+            Status::Exited(code) => format!("exit {code} after {}", jobs::words(job.ran)),
+            Status::Killed => format!("killed after {}", jobs::words(job.ran)),
+            Status::Failed(why) => format!("failed: {}", crate::host::text::clip(why, 60)),
+        };
+        text += &format!(
+            "\n  {:>3}  {status:<22}  {}\n       log: {}",
+            job.id,
+            crate::host::text::clip(&job.command.replace('\n', " "), 60),
+            job.log.display()
+        );
+    }
+    print(&text);
     Flow::Continue
 }
 
@@ -217,6 +264,7 @@ mod tests {
         HostState {
             settings,
             registry: Registry::build(entries, skipped),
+            jobs: Jobs::default(),
         }
     }
 
@@ -305,7 +353,8 @@ mod tests {
         assert!(
             help.contains(
                 "\n  /tool [NAME]   List tools, or show one tool's schema\n  \
-                 /refresh       Reload the tools from disk\n  /help          Show the commands\n  \
+                 /refresh       Reload the tools from disk\n  /jobs          List the background jobs \
+                 (shell_start)\n  /help          Show the commands\n  \
                  /quit          Leave\nKeys: "
             ),
             "{help}"

@@ -481,6 +481,15 @@ impl Ui for Events<'_> {
             "after_tokens": after_tokens,
         }));
     }
+
+    fn plan(&mut self, plan: &Value) {
+        self.flush_error(None);
+        let mut event = json!({"type": "plan.updated", "plan": plan["plan"]});
+        if let Some(why) = plan["explanation"].as_str() {
+            event["explanation"] = json!(why);
+        }
+        self.emit(event);
+    }
 }
 
 /// Whether a call worked, and its error code when not: the envelope's, or

@@ -31,11 +31,14 @@ pub mod for_model;
 pub mod headless;
 pub mod keys;
 pub mod model;
+pub mod own_tools;
+pub mod plan;
 pub mod render;
 pub mod schedule;
 pub mod session;
 pub mod terminal;
 pub mod tool_host;
+pub mod undo;
 
 /// The default of `--max-tool-rounds`.
 pub const DEFAULT_MAX_TOOL_ROUNDS: usize = 25;
@@ -347,6 +350,10 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
     if was_resumed {
         terminal::show_history(conversation.messages(), terminal::EXCHANGES_SHOWN);
+        if let Some(plan) = conversation.plan() {
+            use self::conversation::Ui;
+            terminal::TermUi::new().plan(plan);
+        }
     }
     eprintln!(
         "{}",

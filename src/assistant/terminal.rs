@@ -37,6 +37,7 @@ use super::conversation::{short_call, Conversation, ToolHost, TurnEnd, Ui};
 use super::cost::{self, Meter};
 use super::keys;
 use super::model::{Message, ToolCall, Usage};
+use super::plan::Mark;
 use super::render::calls::{self, Before};
 use super::render::markdown::{self, Form, Markdown};
 use super::render::{self, visible, Paint};
@@ -429,6 +430,30 @@ impl Ui for TermUi {
         self.line(&text);
     }
 
+    fn plan(&mut self, plan: &Value) {
+        let mut text = self.err.bold("Plan:");
+        for (mark, step) in super::plan::checklist(plan) {
+            let step = printable(&step);
+            let line = match mark {
+                Mark::Done => format!(
+                    "  {} {}",
+                    self.err.green(mark.symbol()),
+                    self.err.dim(&step)
+                ),
+                Mark::Now => format!(
+                    "  {} {}",
+                    self.err.cyan(mark.symbol()),
+                    self.err.bold(&step)
+                ),
+                Mark::Later => format!("  {} {step}", mark.symbol()),
+                Mark::Note => format!("    {}", self.err.dim(&step)),
+            };
+            text.push('\n');
+            text.push_str(&line);
+        }
+        self.line(&text);
+    }
+
     fn error(&mut self, text: &str) {
         let text = self.err.red(&format!("error: {}", visible(text)));
         self.line(&text);
@@ -540,7 +565,42 @@ fn conversation_command(
             None
         }
         "resume" => Some(resume(args, conversation, ui, &env)),
+        "undo" => {
+            undo(conversation, ui);
+            None
+        }
         _ => None,
+    }
+}
+
+/// `/undo` (decision 70): the files of the model's last changing turn put
+/// back; a file changed since is asked about at a terminal, else left.
+fn undo(conversation: &mut Conversation, ui: &mut TermUi) {
+    use super::approval::Prompter;
+    let mut prompter = std::io::stdin()
+        .is_terminal()
+        .then(super::approval::TerminalPrompter::new);
+    let no_cancel = std::sync::atomic::AtomicBool::new(false);
+    let mut ask = |path: &std::path::Path| match prompter.as_mut() {
+        Some(prompter) => {
+            let question = format!(
+                "{} has changed since the model wrote it. Restore it anyway? y / n: ",
+                printable(&path.display().to_string())
+            );
+            let answer = prompter.answer(&question, &no_cancel);
+            matches!(
+                answer.as_deref().map(str::trim),
+                Some("y" | "Y" | "yes" | "Yes")
+            )
+        }
+        None => false,
+    };
+    match conversation.undo(&mut ask) {
+        Some(report) => {
+            let text = report.for_person();
+            ui.notice(&text);
+        }
+        None => ui.notice("Nothing to undo: the model has changed no file (file_write, file_edit, apply_patch) since the start or the last /undo."),
     }
 }
 

@@ -5,6 +5,7 @@
 //! timeout, envelope), several at once under a shared read lock;
 //! `/refresh` replaces the registry between messages.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 use std::thread::JoinHandle;
@@ -13,6 +14,7 @@ use serde_json::Value;
 
 use super::commands::{self, Flow, HostState};
 use super::conversation::ToolHost;
+use super::own_tools;
 use super::render::visible;
 use super::terminal::{say, Commands};
 use crate::host::call::CallOutcome;
@@ -27,6 +29,8 @@ pub struct Tools {
     /// The host's state once discovered (None only while `pending` runs).
     state: RwLock<Option<HostState>>,
     settings: Settings,
+    /// The session's directory, where background jobs keep their logs.
+    session: Mutex<Option<PathBuf>>,
 }
 
 impl Tools {
@@ -42,6 +46,7 @@ impl Tools {
             pending: Mutex::new(Some(handle)),
             state: RwLock::new(None),
             settings,
+            session: Mutex::new(None),
         }
     }
 
@@ -59,6 +64,7 @@ impl Tools {
                 // goes on with no tools rather than dying.
                 settings: self.settings.clone(),
                 registry: Registry::build(Vec::new(), Vec::new()),
+                jobs: Default::default(),
             });
             *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
         }
@@ -67,6 +73,47 @@ impl Tools {
     fn with_registry<T>(&self, f: impl FnOnce(&HostState) -> T) -> T {
         let guard = self.state();
         f(guard.as_ref().expect("settled state"))
+    }
+
+    /// One call, the assistant's own tools answered here (`own_tools`),
+    /// every other through the runtime: one path for both.
+    fn run(
+        &self,
+        name: &str,
+        arguments: &Value,
+        cancel: Option<&AtomicBool>,
+        watch: Option<Watch>,
+        sandboxed: bool,
+    ) -> CallOutcome {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        self.with_registry(|s| {
+            let mut settings = s.settings.clone();
+            if !sandboxed {
+                settings.sandbox.mode = crate::sandbox::Mode::Off;
+            }
+            if let Some(outcome) =
+                own_tools::call(s, &settings, name, arguments, session.as_deref())
+            {
+                return outcome;
+            }
+            crate::host::call::call_watched(&s.registry, name, arguments, &settings, cancel, watch)
+        })
+    }
+}
+
+impl Drop for Tools {
+    /// The jobs end with the host; their processes would end anyway (their
+    /// parent-death signal), this only makes it sooner on a normal exit.
+    fn drop(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            if let Some(state) = state.as_ref() {
+                state.jobs.stop_all();
+            }
+        }
     }
 }
 
@@ -97,9 +144,7 @@ impl ToolHost for Tools {
     }
 
     fn call(&self, name: &str, arguments: &Value, cancel: Option<&AtomicBool>) -> CallOutcome {
-        self.with_registry(|s| {
-            crate::host::call::call(&s.registry, name, arguments, &s.settings, cancel)
-        })
+        self.run(name, arguments, cancel, None, true)
     }
 
     fn call_unsandboxed(
@@ -108,11 +153,7 @@ impl ToolHost for Tools {
         arguments: &Value,
         cancel: Option<&AtomicBool>,
     ) -> CallOutcome {
-        self.with_registry(|s| {
-            let mut settings = s.settings.clone();
-            settings.sandbox.mode = crate::sandbox::Mode::Off;
-            crate::host::call::call(&s.registry, name, arguments, &settings, cancel)
-        })
+        self.run(name, arguments, cancel, None, false)
     }
 
     fn unsandboxed(&self) -> bool {
@@ -127,16 +168,11 @@ impl ToolHost for Tools {
         cancel: Option<&AtomicBool>,
         watch: Watch,
     ) -> CallOutcome {
-        self.with_registry(|s| {
-            crate::host::call::call_watched(
-                &s.registry,
-                name,
-                arguments,
-                &s.settings,
-                cancel,
-                Some(watch),
-            )
-        })
+        self.run(name, arguments, cancel, Some(watch), true)
+    }
+
+    fn session_dir(&self, dir: Option<&Path>) {
+        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = dir.map(Path::to_path_buf);
     }
 }
 
@@ -178,6 +214,7 @@ mod tests {
         HostState {
             settings,
             registry: Registry::build(vec![echo], vec![]),
+            jobs: Default::default(),
         }
     }
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::child::{self, Proc};
 use super::envelope::{self, Ending, Envelope, Failure};
-use super::registry::{Entry, Protocol, Registry};
+use super::registry::{Entry, Origin, Protocol, Registry};
 use super::settings::Settings;
 use super::spawned;
 use crate::args::type_name as kind;
@@ -91,6 +91,52 @@ pub fn call_watched(
     cancel: Option<&AtomicBool>,
     watch: Option<child::Watch>,
 ) -> CallOutcome {
+    let watch = watch.map(Watched::All);
+    call_with(registry, name, arguments, settings, cancel, watch, None)
+}
+
+/// A background job's call (decision 68): `call` with no deadline, ended
+/// only by `stop`, handing the tool's stderr alone to `watch` (our bash
+/// copies its command's output there; its stdout is the answer). The
+/// process starts on the calling thread, whose end is the process's
+/// parent-death signal: the caller's thread must live as long as the call.
+pub fn call_background(
+    registry: &Registry,
+    name: &str,
+    arguments: &Value,
+    settings: &Settings,
+    stop: &AtomicBool,
+    watch: child::Watch,
+) -> CallOutcome {
+    call_with(
+        registry,
+        name,
+        arguments,
+        settings,
+        Some(stop),
+        Some(Watched::Stderr(watch)),
+        Some(NO_DEADLINE),
+    )
+}
+
+/// What "no deadline" is: far enough, and still an `Instant` that adds.
+const NO_DEADLINE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Which of a call's outputs its watch sees.
+enum Watched {
+    All(child::Watch),
+    Stderr(child::Watch),
+}
+
+fn call_with(
+    registry: &Registry,
+    name: &str,
+    arguments: &Value,
+    settings: &Settings,
+    cancel: Option<&AtomicBool>,
+    watch: Option<Watched>,
+    timeout: Option<Duration>,
+) -> CallOutcome {
     let limits = &settings.limits;
     let Some(entry) = registry.lookup(name) else {
         return CallOutcome::new(Envelope::not_found(name, &registry.names()), vec![]);
@@ -105,6 +151,13 @@ pub fn call_watched(
     if !arguments.is_object() {
         let what = format!("expected a JSON object, got {}", kind(arguments));
         return CallOutcome::new(Envelope::invalid_params(name, &what), vec![]);
+    }
+    if entry.origin == Origin::Host {
+        // The host's own tools are answered by the host that offers them
+        // (the assistant); reaching here means one was asked of a runtime
+        // that does not.
+        let why = format!("Tool '{name}' is the assistant's own and cannot be run here");
+        return CallOutcome::new(Envelope::refused(Failure::NotFound, why), vec![]);
     }
     let (args, input) = match entry.protocol {
         Protocol::Ikigai => (vec![], Some(arguments.to_string().into_bytes())),
@@ -129,10 +182,12 @@ pub fn call_watched(
         Ok(proc) => proc,
         Err(e) => return CallOutcome::new(spawn_failure(name, &entry.path, &e), vec![]),
     };
-    if let Some(watch) = watch {
-        proc.watch(watch);
+    match watch {
+        Some(Watched::All(watch)) => proc.watch(watch),
+        Some(Watched::Stderr(watch)) => proc.watch_stderr(watch),
+        None => {}
     }
-    let (ending, finished) = run(proc, limits.timeout, cancel);
+    let (ending, finished) = run(proc, timeout.unwrap_or(limits.timeout), cancel);
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);
     let mut outcome = CallOutcome::new(envelope, events);

@@ -171,6 +171,9 @@ pub struct Proc {
     /// Sees every piece of output as it is read (the assistant shows a
     /// running tool's output live).
     watch: Option<Watch>,
+    /// `watch` sees stdout too (a background job's watch sees only the
+    /// stderr its bash copies the command's output to: docs/decisions.md 104).
+    watch_stdout: bool,
     status: Option<ExitStatus>,
     exited_at: Option<Instant>,
     killed_at: Option<Instant>,
@@ -318,6 +321,7 @@ impl Proc {
             out: Capture::new(out_cap),
             err: Capture::new(err_cap),
             watch: None,
+            watch_stdout: true,
             status: None,
             exited_at: None,
             killed_at: None,
@@ -334,6 +338,13 @@ impl Proc {
     /// Hands each piece of stdout and stderr to `watch` as it is read.
     pub fn watch(&mut self, watch: Watch) {
         self.watch = Some(watch);
+    }
+
+    /// Hands each piece of stderr alone to `watch`: stdout holds the
+    /// tool's answer, which is not output of the command it ran.
+    pub fn watch_stderr(&mut self, watch: Watch) {
+        self.watch = Some(watch);
+        self.watch_stdout = false;
     }
 
     pub fn started(&self) -> Instant {
@@ -451,7 +462,12 @@ impl Proc {
         match pipe {
             Pipe::In => self.feed(revents),
             Pipe::Out => {
-                if drain(self.stdout.as_mut(), &mut self.out, buf, &mut self.watch) {
+                let watch = if self.watch_stdout {
+                    &mut self.watch
+                } else {
+                    &mut None
+                };
+                if drain(self.stdout.as_mut(), &mut self.out, buf, watch) {
                     self.stdout = None;
                 }
             }

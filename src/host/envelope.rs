@@ -55,6 +55,9 @@ pub enum Failure {
     ToolError,
     /// Not run: a rule or the person refused it (the error says who and why).
     Denied,
+    /// A background job was not started: as many as the host allows run
+    /// already (decision 68).
+    JobLimit,
 }
 
 impl Failure {
@@ -70,6 +73,7 @@ impl Failure {
             Failure::RoundLimit => "TOOL_ROUND_LIMIT",
             Failure::ToolError => "TOOL_ERROR",
             Failure::Denied => crate::error::ErrorCode::PermissionDenied.as_str(),
+            Failure::JobLimit => "JOB_LIMIT",
         }
     }
 }

@@ -15,6 +15,9 @@ pub enum Origin {
     User,
     /// Listed by an MCP server of the user's configuration.
     Mcp,
+    /// The assistant's own tools (shell_start, update_plan, ...:
+    /// `host::own`), answered by the assistant itself, never served over MCP.
+    Host,
 }
 
 impl Origin {
@@ -23,6 +26,7 @@ impl Origin {
             Origin::System => "system",
             Origin::User => "user",
             Origin::Mcp => "mcp",
+            Origin::Host => "host",
         }
     }
 }
@@ -125,6 +129,38 @@ impl Registry {
         Registry { entries, skipped }
     }
 
+    /// This registry with the host's own tools (`host::own`) added: they
+    /// take their names from any discovered tool, which is skipped, so a
+    /// file in a tool directory cannot stand in for the host.
+    pub fn with_own(mut self, own: Vec<Entry>) -> Registry {
+        for entry in own {
+            if let Some(i) = self.entries.iter().position(|e| e.name == entry.name) {
+                let shadowed = self.entries.remove(i);
+                self.skipped.push(Skipped {
+                    reason: format!("tool '{}' is one of the assistant's own", shadowed.name),
+                    path: shadowed.path,
+                });
+            }
+            self.entries.push(entry);
+        }
+        self.entries.sort_by(|a, b| a.name.cmp(&b.name));
+        self.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        self
+    }
+
+    /// This registry without the host's own tools: what discovery found.
+    pub fn discovered(&self) -> Registry {
+        Registry {
+            entries: self
+                .entries
+                .iter()
+                .filter(|e| e.origin != Origin::Host)
+                .cloned()
+                .collect(),
+            skipped: self.skipped.clone(),
+        }
+    }
+
     /// Every tool, sorted by name.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
@@ -143,8 +179,13 @@ impl Registry {
         &self.skipped
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
+    /// How many tools there are, the assistant's own (`Origin::Host`) left
+    /// out: those found on disk or listed by MCP servers.
+    pub fn found(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.origin != Origin::Host)
+            .count()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -710,3 +710,25 @@ fn a_compaction_is_an_event_with_the_tokens_before_and_after() {
     // Both requests that were answered read 3 tokens from the cache.
     assert_eq!(events[3]["usage"]["cached_input"], 6);
 }
+
+#[test]
+fn a_plan_update_is_an_event_with_the_whole_checklist() {
+    let home = home_with_tools();
+    let plan = json!({"plan": [
+        {"step": "read the code", "status": "completed"},
+        {"step": "fix the bug", "status": "in_progress"}
+    ], "explanation": "halfway"});
+    let server = ModelServer::start(
+        Api::Anthropic,
+        vec![calls(&[("update_plan", plan)]), text("Planned.")],
+    );
+    let out = streaming(against(&server, home.path()))
+        .args(["-p", "plan it"])
+        .output();
+    no_problems(&server, &out);
+    assert_eq!(out.code, 0, "{out:?}");
+    let events = events(&out);
+    let plan = events.iter().find(|e| e["type"] == "plan.updated").unwrap();
+    assert_eq!(plan["plan"][1]["status"], "in_progress");
+    assert_eq!(plan["explanation"], "halfway");
+}

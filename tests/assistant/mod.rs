@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 use crate::common::{run, Output, Run};
 
+mod agent;
 mod context;
 mod headless;
 mod policy;

@@ -697,3 +697,90 @@ fn control_characters_from_the_model_and_tools_are_shown_not_obeyed() {
     // The renderer's own colour codes still work.
     assert!(screen.contains("\x1b[1mstrong\x1b[0m"), "{screen:?}");
 }
+
+#[test]
+fn the_plan_shows_as_a_checklist_each_time_it_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    let plan = serde_json::json!({"plan": [
+        {"step": "Read the parser", "status": "completed"},
+        {"step": "Fix the off-by-one", "status": "in_progress"},
+        {"step": "Run the tests", "status": "pending"}
+    ], "explanation": "found the bug"});
+    pty.type_in(&format!("call update_plan {plan}\r"));
+    pty.expect("✓ Updated the plan (1 of 3 done)");
+    pty.expect("Plan:\r\n  ✓ Read the parser\r\n  ▸ Fix the off-by-one\r\n  ☐ Run the tests\r\n    found the bug");
+    pty.expect_prompt(2);
+    // A plan the tool refuses (two steps in progress) is not shown.
+    let bad = serde_json::json!({"plan": [
+        {"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}
+    ]});
+    pty.type_in(&format!("call update_plan {bad}\r"));
+    pty.expect("at most one may be");
+    pty.expect_prompt(3);
+    let done = serde_json::json!({"plan": [
+        {"step": "Read the parser", "status": "completed"},
+        {"step": "Fix the off-by-one", "status": "completed"},
+        {"step": "Run the tests", "status": "in_progress"}
+    ]});
+    pty.type_in(&format!("call update_plan {done}\r"));
+    pty.expect("  ✓ Fix the off-by-one\r\n  ▸ Run the tests");
+    let screen = pty.leave(4);
+    assert_eq!(screen.matches("Plan:").count(), 2, "{screen}");
+}
+
+#[test]
+fn undo_asks_before_putting_back_a_file_someone_changed_since() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    std::os::unix::fs::symlink(
+        crate::common::link("file-write"),
+        home.path().join("libexec/file-write"),
+    )
+    .unwrap();
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    let (a, b) = (home.path().join("a.txt"), home.path().join("b.txt"));
+    std::fs::write(&a, "a before\n").unwrap();
+    std::fs::write(&b, "b before\n").unwrap();
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    let write = |path: &std::path::Path, content: &str| serde_json::json!({"file_path": path, "content": content});
+    pty.type_in(&format!(
+        "call file_write {} call file_write {}\r",
+        write(&a, "a model\n"),
+        write(&b, "b model\n")
+    ));
+    pty.expect_prompt(2);
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a model\n");
+    // Someone else changes a.txt after the model did.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&a, "a by hand\n").unwrap();
+    pty.type_in("/undo\r");
+    pty.expect("has changed since the model wrote it. Restore it anyway? y / n: ");
+    pty.type_in("n\r");
+    pty.expect("Left as they are (changed since): ");
+    pty.expect_prompt(3);
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a by hand\n");
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), "b before\n");
+    // The next message tells the model (the stub echoes it).
+    pty.type_in("ok\r");
+    pty.expect("[stub] You said: [The user undid your last file changes (/undo).");
+    pty.expect_prompt(4);
+    // Again, and this time the person says yes.
+    pty.type_in(&format!(
+        "call file_write {}\r",
+        write(&a, "a model again\n")
+    ));
+    pty.expect_prompt(5);
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&a, "a by hand again\n").unwrap();
+    pty.type_in("/undo\r");
+    pty.expect_count("Restore it anyway? y / n: ", 2);
+    pty.type_in("y\r");
+    pty.expect("Restored ");
+    pty.leave(6);
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "a by hand\n");
+}

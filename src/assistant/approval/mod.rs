@@ -143,6 +143,14 @@ impl Approval {
         read_only: bool,
         cancel: &AtomicBool,
     ) -> Verdict {
+        // A background shell runs a command as bash does, and is judged as
+        // bash is: its rules, its prompt, its `a` (docs/decisions.md 104).
+        let asked = tool;
+        let tool = if tool == crate::host::own::SHELL_START {
+            "bash"
+        } else {
+            tool
+        };
         let denial = self.deny.iter().find_map(|d| {
             d.rule
                 .refuses(tool, arguments, &self.place)
@@ -175,10 +183,11 @@ impl Approval {
         if allowed && !self.unsandboxed {
             return Verdict::Run;
         }
-        self.ask(tool, arguments, cancel)
+        self.ask(tool, asked, arguments, cancel)
     }
 
-    fn ask(&mut self, tool: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
+    /// Asks about a call of `asked`, judged as `tool`.
+    fn ask(&mut self, tool: &str, asked: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
         let Some(prompter) = self.prompter.as_mut() else {
             return Verdict::Refuse(
                 "Not run: it needs the user's approval (--approval ask) and there is no \
@@ -193,7 +202,7 @@ impl Approval {
             .collect::<Vec<_>>()
             .join(", ");
         let paint = prompter.paint();
-        prompter.show(&preview::describe(tool, arguments, paint));
+        prompter.show(&preview::describe(asked, arguments, paint));
         if let Some(flag) = preview::hidden_characters(tool, arguments) {
             prompter.show(&paint.bold(&flag));
         }

@@ -25,6 +25,16 @@ const MAX_DIFF_LINES: usize = 400;
 
 /// The text shown above the question for a call of `tool`.
 pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
+    let text = describe_call(tool, arguments, paint);
+    // Decision 70: a file too large for /undo to keep is named before the
+    // question.
+    match super::super::undo::not_kept_note(tool, arguments) {
+        Some(note) => format!("{text}\n{}", paint.dim(&note)),
+        None => text,
+    }
+}
+
+fn describe_call(tool: &str, arguments: &Value, paint: Paint) -> String {
     let path = arguments["file_path"].as_str();
     match (tool, path) {
         ("bash", _) => {
@@ -32,6 +42,14 @@ pub fn describe(tool: &str, arguments: &Value, paint: Paint) -> String {
             format!(
                 "{} wants to run:\n{}",
                 paint.bold("bash"),
+                indent(&visible(command))
+            )
+        }
+        ("shell_start", _) => {
+            let command = arguments["command"].as_str().unwrap_or("");
+            format!(
+                "{} wants to run in the background (until it ends or is killed):\n{}",
+                paint.bold("shell_start"),
                 indent(&visible(command))
             )
         }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::super::approval::Verdict;
 use super::super::for_model;
 use super::super::model::{ToolCall, ToolResult};
+use super::super::plan;
 use super::super::schedule;
 use super::super::session::Entry;
 use super::{Conversation, ToolHost, Ui};
@@ -57,6 +58,7 @@ impl Conversation {
         // Uncontained calls are asked more often; the host knows whether
         // the kernel can fence them.
         self.approval.unsandboxed = host.unsandboxed();
+        host.session_dir(self.log.beside().as_deref());
         let mut envelopes: Vec<Option<Value>> = vec![None; calls.len()];
         let mut preset = preset;
         for batch in schedule::batches(&read_only) {
@@ -85,7 +87,15 @@ impl Conversation {
                         let outcome = CallOutcome::new(envelope, vec![]);
                         envelopes[index] = Some(self.finish_call(call, outcome, ui));
                     }
-                    None => approved.push(index),
+                    None => {
+                        // The files it may change, kept for /undo.
+                        let beside = self.log.beside();
+                        let kept =
+                            self.undo
+                                .before_call(&call.name, &arguments[index], beside.as_deref());
+                        kept.inspect(|note| ui.notice(note));
+                        approved.push(index)
+                    }
                 }
             }
             self.run_together(
@@ -193,6 +203,12 @@ impl Conversation {
     /// (the whole outputs saved beside the session) and logs that.
     fn finish_call(&mut self, call: &ToolCall, outcome: CallOutcome, ui: &mut dyn Ui) -> Value {
         ui.tool_outcome(call, &outcome);
+        // The plan shown; the files' new state noted for /undo.
+        self.undo.after_call(&call.name, &call.arguments);
+        if let Some(plan) = plan::from_call(call, &outcome) {
+            ui.plan(&plan);
+            self.plan = Some(plan);
+        }
         for event in &outcome.events {
             ui.event(event);
         }

@@ -52,7 +52,9 @@ use super::model::{
     arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
     ToolCall, ToolFormat, ToolResult,
 };
+use super::plan;
 use super::session::{Entry, Session};
+use super::undo::{self, Undo};
 use crate::host::envelope::{Envelope, Failure};
 
 /// How one message ended.
@@ -113,6 +115,12 @@ pub struct Conversation {
     /// The key that routes this session's requests to one cache, until the
     /// session's own id exists.
     cache_key: String,
+    /// The files kept for `/undo` (decision 70).
+    undo: Undo,
+    /// The model's plan (decision 69), which a summary keeps.
+    plan: Option<Value>,
+    /// What the model is to be told with the next message (an undo).
+    notes: Vec<String>,
 }
 
 impl Conversation {
@@ -142,6 +150,9 @@ impl Conversation {
             measured: None,
             interrupted: None,
             cache_key: format!("ikigai-{}-{}", std::process::id(), now.as_nanos()),
+            undo: Undo::default(),
+            plan: None,
+            notes: Vec::new(),
         }
     }
 
@@ -165,6 +176,7 @@ impl Conversation {
 
     /// Continues from `messages` (a resumed session).
     pub fn with_history(mut self, messages: Vec<Message>) -> Self {
+        self.plan = plan::latest(&messages);
         self.messages = messages;
         self
     }
@@ -205,6 +217,10 @@ impl Conversation {
         self.latest = None;
         self.measured = None;
         self.interrupted = None;
+        // The new conversation has no plan and nothing to be told; the
+        // files kept for /undo stay (they are files).
+        self.plan = None;
+        self.notes.clear();
         self.log = self.log.next_session();
     }
 
@@ -218,12 +234,26 @@ impl Conversation {
 
     /// `/resume`: continues `session` and its `history` from here on.
     pub fn switch_session(&mut self, session: Session, history: Vec<Message>) {
+        self.plan = plan::latest(&history);
         self.messages = history;
         self.measured = None;
         self.log = Log::Open {
             session,
             started: false,
         };
+    }
+
+    /// The model's current plan, if it keeps one (decision 69).
+    pub fn plan(&self) -> Option<&Value> {
+        self.plan.as_ref()
+    }
+
+    /// `/undo`, asking `ask` about each file changed since; the model is
+    /// told with the next message (decision 70). None: nothing to undo.
+    pub fn undo(&mut self, ask: &mut dyn FnMut(&std::path::Path) -> bool) -> Option<undo::Report> {
+        let report = self.undo.undo(ask)?;
+        self.notes.push(report.for_model());
+        Some(report)
     }
 
     /// The session's id, once its file exists.
@@ -264,12 +294,13 @@ impl Conversation {
             return TurnEnd::NotConfigured;
         };
         self.latest = Some(text.to_string());
+        self.undo.next_message();
         let text = self.with_notes(text, &*client);
         self.push(Message::User { text }, ui);
         let tools = self.offer_tools(&*client, host, ui);
         let mut rounds = 0;
         loop {
-            let reply = match self.ask(&client, &tools, host, ui, cancel) {
+            let reply = match self.ask(&client, &tools, ui, cancel) {
                 Ok(reply) => reply,
                 Err(end) => return end,
             };
@@ -336,8 +367,9 @@ impl Conversation {
                 self.told = now;
             }
         }
+        let text = undo::with_notes(std::mem::take(&mut self.notes), text);
         if notes.is_empty() {
-            text.to_string()
+            text
         } else {
             format!("{}\n\n{text}", notes.join("\n"))
         }
@@ -388,11 +420,10 @@ impl Conversation {
         &mut self,
         client: &Arc<dyn ModelClient>,
         tools: &Value,
-        host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
     ) -> Result<Reply, TurnEnd> {
-        self.fit_window(client, tools, host, ui, cancel);
+        self.fit_window(client, tools, ui, cancel);
         let mut retried = false;
         loop {
             ui.waiting("thinking");
@@ -436,7 +467,7 @@ impl Conversation {
                         client.model()
                     ));
                     let before = self.tokens(tools).max(self.window().tokens);
-                    self.compact(client, tools, host, ui, cancel, before);
+                    self.compact(client, tools, ui, cancel, before);
                 }
                 Err(error) => {
                     if error == ModelError::Cancelled {
@@ -476,7 +507,6 @@ impl Conversation {
         &mut self,
         client: &Arc<dyn ModelClient>,
         tools: &Value,
-        host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
     ) {
@@ -485,7 +515,7 @@ impl Conversation {
         };
         let before = self.tokens(tools);
         if before >= threshold {
-            self.compact(client, tools, host, ui, cancel, before);
+            self.compact(client, tools, ui, cancel, before);
         }
     }
 
@@ -496,7 +526,6 @@ impl Conversation {
         &mut self,
         client: &Arc<dyn ModelClient>,
         tools: &Value,
-        host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
         before: u64,
@@ -510,7 +539,7 @@ impl Conversation {
         let fits = window.threshold().is_none_or(|t| still < t);
         let how = if freed >= window.enough_freed() && fits {
             "old tool outputs pruned"
-        } else if self.summarise(client, host, ui, cancel, before) {
+        } else if self.summarise(client, ui, cancel, before) {
             "summarised"
         } else if freed > 0 {
             "old tool outputs pruned; the summary failed"
@@ -566,7 +595,6 @@ impl Conversation {
     fn summarise(
         &mut self,
         client: &Arc<dyn ModelClient>,
-        host: &dyn ToolHost,
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
         before: u64,
@@ -611,7 +639,7 @@ impl Conversation {
                 return false;
             }
         };
-        let plan = host.plan();
+        let plan = self.plan.as_ref().map(plan::as_text);
         let text = compaction::summarised(&summary, plan.as_deref(), self.latest.as_deref());
         self.messages = vec![Message::User { text }];
         let after = self.tokens(&json!([]));
@@ -642,7 +670,7 @@ impl Conversation {
         }
         let tools = host.tools_array(client.tool_format());
         let before = self.tokens(&tools);
-        if !self.summarise(&client, host, ui, cancel, before) {
+        if !self.summarise(&client, ui, cancel, before) {
             return if cancel.load(Ordering::SeqCst) {
                 TurnEnd::Cancelled
             } else {

@@ -5,6 +5,7 @@
 //! with a fake host and a scripted model, and the terminal and the
 //! headless formats are two implementations of `Ui`.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
@@ -65,11 +66,9 @@ pub trait ToolHost: Sync {
         let _ = watch;
         self.call(name, arguments, cancel)
     }
-    /// The plan as the model last set it (decision 69), as text, so a
-    /// summary of the conversation keeps it; None when there is none.
-    fn plan(&self) -> Option<String> {
-        None
-    }
+    /// Where the session keeps its files (background jobs' logs go there:
+    /// decision 68); told before each round of calls.
+    fn session_dir(&self, _dir: Option<&Path>) {}
 }
 
 /// What the person sees, in the order things happen.
@@ -94,4 +93,7 @@ pub trait Ui {
     /// from about `before` tokens to about `after`; the notice that says so
     /// comes too.
     fn compacted(&mut self, _before: u64, _after: u64) {}
+    /// The model's plan changed (`update_plan`, decision 69): `{"plan":
+    /// [{step, status}], "explanation"?}`.
+    fn plan(&mut self, _plan: &Value) {}
 }

@@ -152,6 +152,33 @@ pub fn account(
                 )
             }
         }
+        // The assistant's own tools (decisions 68, 69).
+        "shell_start" => format!(
+            "Started job {} in the background: {}",
+            result["job_id"],
+            clip(text(&args["command"]).lines().next().unwrap_or(""), 60)
+        ),
+        "shell_output" => {
+            let state = match (result["status"].as_str(), &result["exit_code"]) {
+                (Some("exited"), code) => format!("exited {code}"),
+                (Some(status), _) => status.to_string(),
+                _ => String::new(),
+            };
+            format!(
+                "Read job {} ({state}, {} new)",
+                result["job_id"],
+                plural(lines_in(&result["output"]), "line")
+            )
+        }
+        "shell_kill" => format!(
+            "Ended job {} ({})",
+            result["job_id"],
+            text(&result["status"])
+        ),
+        "update_plan" => format!(
+            "Updated the plan ({} of {} done)",
+            result["completed"], result["steps"]
+        ),
         _ => format!("{}: {generic}", call.name),
     };
     // Paths, commands and titles come from the model or the tool (decision 59).
