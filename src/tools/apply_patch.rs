@@ -531,8 +531,14 @@ fn resolve(path: &str, delete: bool) -> Result<(PathBuf, bool), ToolError> {
     {
         return Ok((path.to_path_buf(), true));
     }
-    let target = fs::resolve_link(path).map_err(|e| fs::open_error(&e, &shown))?;
-    Ok((target, false))
+    match fs::resolve_link(path) {
+        Ok(target) => Ok((target, false)),
+        // Some directory on the way is a file: say which.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(existing_dir(path, &shown).err().unwrap_or_else(|| fs::open_error(&e, &shown)))
+        }
+        Err(e) => Err(fs::open_error(&e, &shown)),
+    }
 }
 
 /// The nearest directory at or above the target's parent that exists: where

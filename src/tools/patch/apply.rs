@@ -514,8 +514,12 @@ mod tests {
         let mut end = chunk(None, &["}"], &["} // end"]);
         end.end_of_file = true;
         assert!(run(text, &[end]).unwrap().ends_with("    x\n} // end\n"));
-        // Chunks apply in order, each after the one before.
-        let two = [chunk(None, &["    x"], &["1"]), chunk(None, &["    x"], &["2"])];
+        // Chunks apply in order, each looked for (and checked to be
+        // unique) after the one before.
+        let two = [
+            chunk(None, &["fn a() {", "    x"], &["fn a() {", "1"]),
+            chunk(None, &["    x"], &["2"]),
+        ];
         assert_eq!(
             run(text, &two).unwrap(),
             "fn a() {\n1\n}\nfn b() {\n2\n}\n"

@@ -66,10 +66,10 @@ pub struct Chunk {
 
 const BEGIN: &str = "*** Begin Patch";
 const END: &str = "*** End Patch";
-const ADD: &str = "*** Add File: ";
-const DELETE: &str = "*** Delete File: ";
-const UPDATE: &str = "*** Update File: ";
-const MOVE: &str = "*** Move to: ";
+const ADD: &str = "*** Add File:";
+const DELETE: &str = "*** Delete File:";
+const UPDATE: &str = "*** Update File:";
+const MOVE: &str = "*** Move to:";
 const END_OF_FILE: &str = "*** End of File";
 
 /// A patch that is not in the format: the message names the patch's line.
@@ -164,8 +164,8 @@ pub fn parse(text: &str) -> Result<Vec<Op>, ParseError> {
             });
         } else {
             return Err(reader.error(format!(
-                "'{marker}' is not an operation: expected '{ADD}PATH', '{DELETE}PATH' or \
-                 '{UPDATE}PATH'"
+                "'{marker}' is not an operation: expected '{ADD} PATH', '{DELETE} PATH' or \
+                 '{UPDATE} PATH'"
             )));
         }
     }
