@@ -234,7 +234,8 @@ impl Plan {
             match std::fs::metadata(&entry.target) {
                 Ok(meta) if !meta.is_file() => entry.other = Some(meta.file_type()),
                 Ok(_) => {
-                    let locked = atomic::lock(&entry.target, &entry.shown, reads).map_err(named_err)?;
+                    let locked =
+                        atomic::lock(&entry.target, &entry.shown, reads).map_err(named_err)?;
                     if locked.existing().is_some() {
                         entry.lock = Some(locked);
                     }
@@ -330,10 +331,7 @@ impl Plan {
                     Some(to) => format!("{} -> {to}", c.path),
                     None => c.path.clone(),
                 };
-                output.push_str(&format!(
-                    "\n{letter} {path} (+{} -{})",
-                    c.added, c.removed
-                ));
+                output.push_str(&format!("\n{letter} {path} (+{} -{})", c.added, c.removed));
                 let mut file = json!({
                     "path": c.path,
                     "action": c.action,
@@ -351,7 +349,12 @@ impl Plan {
 }
 
 /// Applies one operation to the planned state of its files.
-fn apply_op(op: &Op, i: usize, to: Option<usize>, entries: &mut [Entry]) -> Result<Change, ToolError> {
+fn apply_op(
+    op: &Op,
+    i: usize,
+    to: Option<usize>,
+    entries: &mut [Entry],
+) -> Result<Change, ToolError> {
     match op {
         Op::Add { path, lines } => {
             let entry = &mut entries[i];
@@ -526,17 +529,15 @@ fn check_path(path: &str) -> Result<(), ToolError> {
 fn resolve(path: &str, delete: bool) -> Result<(PathBuf, bool), ToolError> {
     let path = Path::new(path);
     let shown = path.to_string_lossy();
-    if delete
-        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-    {
+    if delete && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Ok((path.to_path_buf(), true));
     }
     match fs::resolve_link(path) {
         Ok(target) => Ok((target, false)),
         // Some directory on the way is a file: say which.
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            Err(existing_dir(path, &shown).err().unwrap_or_else(|| fs::open_error(&e, &shown)))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Err(existing_dir(path, &shown)
+            .err()
+            .unwrap_or_else(|| fs::open_error(&e, &shown))),
         Err(e) => Err(fs::open_error(&e, &shown)),
     }
 }
@@ -638,7 +639,14 @@ mod tests {
         for good in ["a", "a/b", "a/../b", "./a", "/abs/file", "a/./b"] {
             assert!(check_path(good).is_ok(), "{good}");
         }
-        for bad in ["../a", "a/../../b", "/abs/../etc/passwd", "a/", "a/..", "x\0y"] {
+        for bad in [
+            "../a",
+            "a/../../b",
+            "/abs/../etc/passwd",
+            "a/",
+            "a/..",
+            "x\0y",
+        ] {
             let e = check_path(bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidArg, "{bad}");
         }

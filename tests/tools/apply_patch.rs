@@ -131,7 +131,10 @@ fn codex_scenarios_leave_the_expected_tree() {
         assert_eq!(failed, expected == before, "{name}: {answer}");
         if failed {
             assert!(
-                answer["error"].as_str().unwrap().ends_with("No file was changed.")
+                answer["error"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("No file was changed.")
                     || answer["error_code"] == "INVALID_ARG",
                 "{name}: {answer}"
             );
@@ -172,7 +175,10 @@ fn every_operation_with_its_summary() {
     assert_eq!(read(dir, "deep/new/file.txt"), "first\nsecond\n");
     assert!(!dir.join("gone.txt").exists());
     assert_eq!(read(dir, "modify.txt"), "one\n2\n2.5\nthree\n");
-    assert_eq!(read(dir, "lib/moved/new.rs"), "fn main() {\n    new();\n}\n");
+    assert_eq!(
+        read(dir, "lib/moved/new.rs"),
+        "fn main() {\n    new();\n}\n"
+    );
     assert!(!dir.join("src/old.rs").exists());
     // Nothing else: no temporary file left anywhere.
     let names: Vec<String> = tree(dir).into_keys().collect();
@@ -317,7 +323,10 @@ fn failures_name_the_operation_and_write_nothing() {
 
     let (code, m) = refused(&[], "*** Frobnicate File: x\n");
     assert_eq!(code, "INVALID_ARG");
-    assert!(m.contains("'*** Frobnicate File: x' is not an operation"), "{m}");
+    assert!(
+        m.contains("'*** Frobnicate File: x' is not an operation"),
+        "{m}"
+    );
 
     let (code, m) = refused(&[], "*** Add File: ../escape.txt\n+x\n");
     assert_eq!(code, "INVALID_ARG");
@@ -341,11 +350,17 @@ fn failures_name_the_operation_and_write_nothing() {
         "*** Update File: bin.dat\n@@\n-line\n+other\n",
     );
     assert_eq!(code, "UNSUPPORTED_CONTENT");
-    assert!(m.starts_with("Update File: bin.dat: bin.dat: the file is binary"), "{m}");
+    assert!(
+        m.starts_with("Update File: bin.dat: bin.dat: the file is binary"),
+        "{m}"
+    );
 
     let (code, m) = refused(&[("adir/inner.txt", "x")], "*** Add File: adir\n+x\n");
     assert_eq!(code, "OPEN_FAILED");
-    assert!(m.starts_with("Add File: adir: Cannot open file: adir (is a directory)"), "{m}");
+    assert!(
+        m.starts_with("Add File: adir: Cannot open file: adir (is a directory)"),
+        "{m}"
+    );
 
     let (code, m) = refused(&[("adir/inner.txt", "x")], "*** Delete File: adir\n");
     assert_eq!(code, "OPEN_FAILED", "{m}");
@@ -390,11 +405,16 @@ fn failures_name_the_operation_and_write_nothing() {
 fn a_patch_without_its_begin_line_is_refused() {
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "f.txt", "a\n");
-    let answer = apply(d.path(), "*** Update File: f.txt\n@@\n-a\n+b\n*** End Patch");
+    let answer = apply(
+        d.path(),
+        "*** Update File: f.txt\n@@\n-a\n+b\n*** End Patch",
+    );
     let (code, message) = error_of(&answer);
     assert_eq!(code, "INVALID_ARG");
     assert!(
-        message.starts_with("parameter 'input': the first line of the patch must be '*** Begin Patch'"),
+        message.starts_with(
+            "parameter 'input': the first line of the patch must be '*** Begin Patch'"
+        ),
         "{message}"
     );
     assert_eq!(read(d.path(), "f.txt"), "a\n");
@@ -433,7 +453,10 @@ fn both_protocols_and_the_schema() {
     assert_eq!(schema["parameters"]["required"], json!(["input"]));
     let d = tempfile::tempdir().unwrap();
     let args = json!({"input": "*** Begin Patch\n*** Add File: s.txt\n+shellclaw\n*** End Patch"});
-    let out = run("apply_patch").dir(d.path()).arg(args.to_string()).output();
+    let out = run("apply_patch")
+        .dir(d.path())
+        .arg(args.to_string())
+        .output();
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(read(d.path(), "s.txt"), "shellclaw\n");
     // A failure, shellclaw-style: exit 1 and the message on stderr.
@@ -507,7 +530,10 @@ fn the_sandbox_refuses_before_anything_is_written() {
     let first = "*** Update File: in.txt\n@@\n-in\n+changed\n*** Add File: new.txt\n+n\n";
     for (last, code) in [
         (
-            format!("*** Add File: {}\n+x\n", outside.join("sub/new.txt").display()),
+            format!(
+                "*** Add File: {}\n+x\n",
+                outside.join("sub/new.txt").display()
+            ),
             "PERMISSION_DENIED",
         ),
         (
@@ -518,7 +544,10 @@ fn the_sandbox_refuses_before_anything_is_written() {
             "PERMISSION_DENIED",
         ),
         (
-            format!("*** Delete File: {}\n", outside.join("existing.txt").display()),
+            format!(
+                "*** Delete File: {}\n",
+                outside.join("existing.txt").display()
+            ),
             "PERMISSION_DENIED",
         ),
     ] {

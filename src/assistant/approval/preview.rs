@@ -283,7 +283,10 @@ mod tests {
         assert!(text.contains("+hello"), "{text}");
         assert!(text.contains(&format!("update {}\n", p("m.txt"))), "{text}");
         assert!(text.contains(" one\n-two\n+2\n three"), "{text}");
-        assert!(text.contains(&format!("delete {}\n", p("gone.txt"))), "{text}");
+        assert!(
+            text.contains(&format!("delete {}\n", p("gone.txt"))),
+            "{text}"
+        );
         assert!(text.ends_with("-bye"), "{text}");
         // Nothing was written.
         assert!(!Path::new(&p("new.txt")).exists());
@@ -294,14 +297,21 @@ mod tests {
             p("m.txt")
         );
         let text = describe("apply_patch", &json!({ "input": missing }), plain());
-        assert!(text.contains("(will fail: chunk 1 of 1: could not find"), "{text}");
+        assert!(
+            text.contains("(will fail: chunk 1 of 1: could not find"),
+            "{text}"
+        );
         let text = describe("apply_patch", &json!({"input": "nonsense"}), plain());
         assert!(
             text.starts_with("apply_patch wants to apply a patch that will fail (the first line"),
             "{text}"
         );
         if std::env::var_os("NO_COLOR").is_none() {
-            let text = describe("apply_patch", &json!({ "input": input }), Paint::for_stream(true));
+            let text = describe(
+                "apply_patch",
+                &json!({ "input": input }),
+                Paint::for_stream(true),
+            );
             assert!(text.contains("\x1b[32m+hello\x1b[0m"), "{text:?}");
         }
     }

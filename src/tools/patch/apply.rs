@@ -200,7 +200,10 @@ fn nearest(text: &Text, wanted: &[String], cursor: usize) -> String {
         let score = keys
             .iter()
             .enumerate()
-            .filter(|(j, k)| file.get(start + j).is_some_and(|l| l == *k && !k.is_empty()))
+            .filter(|(j, k)| {
+                file.get(start + j)
+                    .is_some_and(|l| l == *k && !k.is_empty())
+            })
             .count();
         if score > best.0 {
             best = (score, start);
@@ -209,7 +212,11 @@ fn nearest(text: &Text, wanted: &[String], cursor: usize) -> String {
     if best.0 == 0 {
         // No line in common: the closest line to the first one wanted, by
         // the characters they share at their start.
-        let first = keys.iter().find(|k| !k.is_empty()).cloned().unwrap_or_default();
+        let first = keys
+            .iter()
+            .find(|k| !k.is_empty())
+            .cloned()
+            .unwrap_or_default();
         let (mut score, mut at) = (0, cursor.min(n - 1));
         for (i, line) in file.iter().enumerate() {
             let shared = line
@@ -481,7 +488,11 @@ mod tests {
         assert_eq!(run("a\nb  \t\n", &c("b")).unwrap(), "a\nX\n");
         assert_eq!(run("a\n    b\n", &c("b ")).unwrap(), "a\nX\n");
         assert_eq!(
-            run("a\nx \u{2014} \u{201C}q\u{201D}\u{00A0}\u{2019}\n", &c("x - \"q\" '")).unwrap(),
+            run(
+                "a\nx \u{2014} \u{201C}q\u{201D}\u{00A0}\u{2019}\n",
+                &c("x - \"q\" '")
+            )
+            .unwrap(),
             "a\nX\n"
         );
         // An earlier step wins over a later one, wherever it is.
@@ -492,10 +503,7 @@ mod tests {
     fn crlf_bom_and_missing_final_newline_are_kept() {
         let c = [chunk(None, &["b"], &["B", "C"])];
         assert_eq!(run("a\r\nb\r\nc\r\n", &c).unwrap(), "a\r\nB\r\nC\r\nc\r\n");
-        assert_eq!(
-            run("\u{FEFF}a\nb\nc", &c).unwrap(),
-            "\u{FEFF}a\nB\nC\nc"
-        );
+        assert_eq!(run("\u{FEFF}a\nb\nc", &c).unwrap(), "\u{FEFF}a\nB\nC\nc");
         // Replacing the last line, or adding after it, ends it.
         assert_eq!(run("a\nb", &c).unwrap(), "a\nB\nC\n");
         assert_eq!(
@@ -520,10 +528,7 @@ mod tests {
             chunk(None, &["fn a() {", "    x"], &["fn a() {", "1"]),
             chunk(None, &["    x"], &["2"]),
         ];
-        assert_eq!(
-            run(text, &two).unwrap(),
-            "fn a() {\n1\n}\nfn b() {\n2\n}\n"
-        );
+        assert_eq!(run(text, &two).unwrap(), "fn a() {\n1\n}\nfn b() {\n2\n}\n");
     }
 
     #[test]
@@ -541,7 +546,10 @@ mod tests {
         let (code, message) =
             run(text, &[chunk(None, &["fn c() {", "    x"], &["y"])]).unwrap_err();
         assert_eq!(code, ErrorCode::NotFound);
-        assert!(message.starts_with("chunk 1 of 1: could not find"), "{message}");
+        assert!(
+            message.starts_with("chunk 1 of 1: could not find"),
+            "{message}"
+        );
         assert!(message.contains("  fn c() {\n      x\n"), "{message}");
         assert!(message.contains("nearest lines"), "{message}");
         assert!(message.contains("     2 |     x"), "{message}");

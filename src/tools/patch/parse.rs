@@ -109,7 +109,11 @@ pub fn parse(text: &str) -> Result<Vec<Op>, ParseError> {
                 l.trim()
             )))
         }
-        None => return Err(ParseError(format!("the patch is empty: it must start with '{BEGIN}'"))),
+        None => {
+            return Err(ParseError(format!(
+                "the patch is empty: it must start with '{BEGIN}'"
+            )))
+        }
     }
     match lines.last() {
         Some(l) if lines.len() >= 2 && l.trim() == END => {}
@@ -305,7 +309,9 @@ fn is_unified_range(text: &str) -> bool {
     let mut parts = text.split_whitespace();
     let range = |p: Option<&str>, sign: char| {
         p.and_then(|p| p.strip_prefix(sign)).is_some_and(|r| {
-            !r.is_empty() && r.split(',').all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            !r.is_empty()
+                && r.split(',')
+                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         })
     };
     range(parts.next(), '-')
@@ -328,9 +334,11 @@ mod tests {
 
     #[test]
     fn reads_every_operation() {
-        let ops = ok("*** Begin Patch\n*** Add File: a.txt\n+one\n+\n*** Delete File: b\n\
+        let ops = ok(
+            "*** Begin Patch\n*** Add File: a.txt\n+one\n+\n*** Delete File: b\n\
              *** Update File: c\n*** Move to: d/c\n@@ fn main\n ctx\n-old\n+new\n\
-             @@\n-x\n*** End of File\n*** End Patch\n");
+             @@\n-x\n*** End of File\n*** End Patch\n",
+        );
         assert_eq!(ops.len(), 3);
         assert_eq!(
             ops[0],
@@ -363,8 +371,10 @@ mod tests {
     fn lenient_where_models_are_loose() {
         // Padded markers, CRLF, a heredoc, a first chunk without @@, a
         // unified range after @@, blank lines between operations.
-        let ops = ok("<<'EOF'\r\n *** Begin Patch \r\n  *** Update File: f\r\n-a\r\n+b\r\n\
-             @@ -10,3 +10,3 @@\r\n-c\r\n+d\r\n\r\n*** Delete File: g\r\n*** End Patch \r\nEOF\r\n");
+        let ops = ok(
+            "<<'EOF'\r\n *** Begin Patch \r\n  *** Update File: f\r\n-a\r\n+b\r\n\
+             @@ -10,3 +10,3 @@\r\n-c\r\n+d\r\n\r\n*** Delete File: g\r\n*** End Patch \r\nEOF\r\n",
+        );
         let Op::Update { chunks, .. } = &ops[0] else {
             panic!()
         };
