@@ -571,3 +571,51 @@ fn the_sandbox_refuses_before_anything_is_written() {
         "changed\n"
     );
 }
+
+/// Served by `ikigai-tools mcp` like every tool: listed with its
+/// annotations, and called (in the sandbox's worker) with its answer as
+/// the result's structured content.
+#[test]
+fn served_over_mcp() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("m.txt");
+    std::fs::write(&file, "alpha\nbeta\n").unwrap();
+    let mut s = crate::mcp::StdioServer::start(&[]);
+    let rpc = |id: i64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    s.send(&rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "apply-patch-test", "version": "1"}}),
+    ));
+    assert_eq!(s.recv()["id"], 1);
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s.send(&rpc(2, "tools/list", json!({})));
+    let list = s.recv();
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "apply_patch")
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    assert_eq!(tool["annotations"]["destructiveHint"], true, "{tool}");
+    assert_eq!(tool["annotations"]["readOnlyHint"], false, "{tool}");
+    let patch = format!(
+        "*** Begin Patch\n*** Update File: {}\n@@\n alpha\n-beta\n+gamma\n*** End Patch",
+        file.display()
+    );
+    s.send(&rpc(
+        3,
+        "tools/call",
+        json!({"name": "apply_patch", "arguments": {"input": patch}}),
+    ));
+    let answer = s.recv();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["files"][0]["action"], "updated",
+        "{answer}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "alpha\ngamma\n");
+    drop(s.finish());
+}
