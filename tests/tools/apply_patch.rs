@@ -617,5 +617,5 @@ fn served_over_mcp() {
         "{answer}"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "alpha\ngamma\n");
-    drop(s.finish());
+    assert_eq!(s.finish(), Some(0));
 }
