@@ -11,12 +11,13 @@
 //! front. The last line keeps a missing final newline unless the patch
 //! replaces it or adds lines after it.
 //!
-//! Exact matches are looked up in an index of the file's lines (built once
-//! per file), anchored on the chunk's rarest line, so a 200-chunk patch of a
-//! 100,000-line file costs one pass to index plus a few comparisons per
-//! chunk, and checking that a chunk occurs only once costs no rescan of the
-//! file. The looser steps scan, and run only when the exact step found
-//! nothing.
+//! Exact matches are looked up in an index of where each line the chunks
+//! name occurs in the file (one pass over the file per update, hashing only
+//! lines of a length some chunk line has, into a table as small as the
+//! patch), anchored on the chunk's rarest line: a 200-chunk patch of a
+//! 100,000-line file costs that pass plus a few comparisons per chunk, and
+//! checking that a chunk occurs only once rescans nothing. The looser steps
+//! scan, and run only when the exact step found nothing.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -71,7 +72,7 @@ pub type Failure = (ErrorCode, String);
 /// The content after every chunk, in order: each chunk is looked for from
 /// where the previous one ended.
 pub fn apply(text: &Text, chunks: &[Chunk]) -> Result<Vec<u8>, Failure> {
-    let finder = Finder::new(text);
+    let finder = Finder::new(text, chunks);
     let n = text.lines.len();
     let mut cursor = 0;
     // (start line, lines replaced, new lines), in file order once sorted.
@@ -297,50 +298,58 @@ const STEPS: [Step; 4] = [Step::Exact, Step::TrimEnd, Step::Trim, Step::Loose];
 /// Where a chunk's lines are, and where else (a second place, if any).
 type Found = Option<(usize, Option<usize>)>;
 
-/// Looks lines up in a file: exact lines through an index, the other steps
-/// by scanning.
-struct Finder<'t, 'a> {
+/// Looks lines up in a file: exact lines through an index of where each
+/// line the chunks name occurs, the other steps by scanning.
+struct Finder<'t, 'a, 'c> {
     text: &'t Text<'a>,
-    /// Each distinct line: its first position and how many times it occurs.
-    index: HashMap<&'a [u8], (u32, u32), BuildHasherDefault<LineHasher>>,
-    /// The next position of the same line (`u32::MAX`: none).
-    next: Vec<u32>,
+    /// Each distinct line of the chunks (context and expected lines): the
+    /// file's lines equal to it, ascending. Only these are indexed, so the
+    /// table stays small (cache-resident) however long the file.
+    index: HashMap<&'c [u8], Vec<u32>, BuildHasherDefault<LineHasher>>,
 }
 
-impl<'t, 'a> Finder<'t, 'a> {
-    fn new(text: &'t Text<'a>) -> Self {
-        let n = text.lines.len();
-        let mut index: HashMap<&'a [u8], (u32, u32), _> =
-            HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
-        let mut next = vec![u32::MAX; n];
-        for i in (0..n).rev() {
-            let entry = index.entry(text.lines[i].0).or_insert((u32::MAX, 0));
-            next[i] = entry.0;
-            *entry = (i as u32, entry.1 + 1);
+impl<'t, 'a, 'c> Finder<'t, 'a, 'c> {
+    fn new(text: &'t Text<'a>, chunks: &'c [Chunk]) -> Self {
+        let mut index: HashMap<&'c [u8], Vec<u32>, _> = HashMap::default();
+        // The lengths the chunks' lines have: most of the file's lines are
+        // passed over without being hashed.
+        let mut lengths = [false; 256];
+        let mut long = false;
+        for line in chunks.iter().flat_map(|c| c.context.iter().chain(&c.old)) {
+            index.entry(line.as_bytes()).or_default();
+            match lengths.get_mut(line.len()) {
+                Some(seen) => *seen = true,
+                None => long = true,
+            }
         }
-        Finder { text, index, next }
+        if !index.is_empty() {
+            for (i, (line, _)) in text.lines.iter().enumerate() {
+                if !lengths.get(line.len()).copied().unwrap_or(long) {
+                    continue;
+                }
+                if let Some(at) = index.get_mut(*line) {
+                    at.push(i as u32);
+                }
+            }
+        }
+        Finder { text, index }
     }
 
-    /// The positions of an exact line, ascending.
-    fn positions(&self, line: &str) -> impl Iterator<Item = usize> + '_ {
-        let mut at = self
+    /// The positions of an exact line (one of the chunks'), ascending, from
+    /// `from` on.
+    fn positions(&self, line: &str, from: usize) -> impl Iterator<Item = usize> + '_ {
+        let all = self
             .index
             .get(line.as_bytes())
-            .map_or(u32::MAX, |&(first, _)| first);
-        std::iter::from_fn(move || {
-            if at == u32::MAX {
-                return None;
-            }
-            let here = at as usize;
-            at = self.next[here];
-            Some(here)
-        })
+            .map_or(&[][..], Vec::as_slice);
+        let start = all.partition_point(|&p| (p as usize) < from);
+        all[start..].iter().map(|&p| p as usize)
     }
 
     /// The first line from `from` on that equals `line` at the earliest
     /// step that finds one.
     fn first_line(&self, line: &str, from: usize) -> Option<usize> {
-        if let Some(at) = self.positions(line).find(|&p| p >= from) {
+        if let Some(at) = self.positions(line, from).next() {
             return Some(at);
         }
         STEPS[1..].iter().find_map(|step| {
@@ -374,13 +383,13 @@ impl<'t, 'a> Finder<'t, 'a> {
         let anchor = pattern
             .iter()
             .enumerate()
-            .map(|(j, p)| (self.index.get(p.as_bytes()).map_or(0, |e| e.1), j))
+            .map(|(j, p)| (self.index.get(p.as_bytes()).map_or(0, Vec::len), j))
             .min();
         if let Some((count, j)) = anchor {
             if count > 0 {
                 let mut places = self
-                    .positions(&pattern[j])
-                    .filter(|&p| p >= from + j && p - j + m <= n)
+                    .positions(&pattern[j], from + j)
+                    .filter(|&p| p - j + m <= n)
                     .map(|p| p - j)
                     .filter(|&start| fits(Step::Exact, start));
                 if let Some(first) = places.next() {
@@ -401,7 +410,13 @@ impl<'t, 'a> Finder<'t, 'a> {
 /// The new content: the file's lines with each edit's lines in place of
 /// the ones it replaces.
 fn render(text: &Text, edits: &[(usize, usize, &[String])]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let old: usize = text.lines.iter().map(|l| l.0.len() + l.1.len()).sum();
+    let new: usize = edits
+        .iter()
+        .flat_map(|e| e.2)
+        .map(|l| l.len() + text.ending.len())
+        .sum();
+    let mut out = Vec::with_capacity(BOM.len() + old + new + text.ending.len());
     if text.bom {
         out.extend_from_slice(BOM);
     }
@@ -454,7 +469,15 @@ impl Hasher for LineHasher {
         self.add(n as u64);
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The multiplications carry differences only upwards; the table
+        // takes its bucket from the low bits, so fold the high ones down
+        // (MurmurHash3's finaliser), or similar lines collide.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 }
 
