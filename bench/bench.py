@@ -732,6 +732,77 @@ def bench_edit_big(t):
             memory_row("edit-big", "peak memory", peak)]
 
 
+PATCH_LINES = 100_000  # "a 100,000-line file"
+PATCH_CHUNKS = 200
+
+
+def patch_corpus():
+    """A 100,000-line source-like file, the same file with 200 lines
+    changed (one every 500 lines), the apply_patch patch making that change
+    with 3 lines of context each side, and `diff -u`'s unified diff of it."""
+    d = os.path.join(DATA, "patch")
+    os.makedirs(d, exist_ok=True)
+    old = [f"    let value_{i} = compute({i}, \"item {i}\");\n" for i in range(PATCH_LINES)]
+    new = list(old)
+    step = PATCH_LINES // PATCH_CHUNKS
+    chunks = []
+    for j in range(PATCH_CHUNKS):
+        k = step // 2 + j * step
+        new[k] = f"    let value_{k} = compute_twice({k}, \"item {k}\");\n"
+        lines = ["@@"]
+        lines += [" " + old[i].rstrip("\n") for i in range(k - 3, k)]
+        lines += ["-" + old[k].rstrip("\n"), "+" + new[k].rstrip("\n")]
+        lines += [" " + old[i].rstrip("\n") for i in range(k + 1, k + 4)]
+        chunks.append("\n".join(lines))
+    paths = {name: os.path.join(d, name) for name in
+             ("old.txt", "new.txt", "patch.json", "unified.diff")}
+    with open(paths["old.txt"], "w") as f:
+        f.writelines(old)
+    with open(paths["new.txt"], "w") as f:
+        f.writelines(new)
+    patch = "*** Begin Patch\n*** Update File: work.txt\n" + "\n".join(chunks) + "\n*** End Patch\n"
+    with open(paths["patch.json"], "w") as f:
+        json.dump({"input": patch}, f)
+    diff = run(["diff", "-u", "--label", "work.txt", "--label", "work.txt",
+                paths["old.txt"], paths["new.txt"]], check=False).stdout
+    with open(paths["unified.diff"], "wb") as f:
+        f.write(diff)
+    return paths
+
+
+def bench_patch(t):
+    need_tool("apply-patch")
+    paths = patch_corpus()
+    d = os.path.dirname(paths["old.txt"])
+    work = os.path.join(d, "work.txt")
+    with open(paths["patch.json"]) as f:
+        args = f.read()
+    # The patch as `$1` (shellclaw's way): no shell between hyperfine and
+    # either program.
+    ours = [tool_path("apply-patch"), args]
+    peer = ["patch", "-s", "-i", paths["unified.diff"], work]
+    restore = shlex.join(["cp", paths["old.txt"], work])
+    want = sha256_file(paths["new.txt"])
+    for argv, name in ((ours, "apply-patch"), (peer, "GNU patch")):
+        shutil.copyfile(paths["old.txt"], work)
+        p = run(argv, cwd=d, check=False)
+        if p.returncode != 0 or sha256_file(work) != want:
+            raise Wrong(f"{name} did not make the expected file: {p.stdout[:300]!r} "
+                        f"{p.stderr[:300]!r}")
+    cwd = os.getcwd()
+    os.chdir(d)  # hyperfine runs the commands here: the patch's paths are relative
+    try:
+        m = t.medians({"ours": {"cmd": ours, "prepare": restore},
+                       "peer": {"cmd": peer, "prepare": restore}}, runs=10, warmup=2)
+    finally:
+        os.chdir(cwd)
+    for name in ("work.txt", "work.txt.orig"):
+        if os.path.exists(os.path.join(d, name)):
+            os.unlink(os.path.join(d, name))
+    what = f"{PATCH_CHUNKS} chunks, a {PATCH_LINES:,}-line file"
+    return [ratio_row("patch", what, m["ours"], "GNU patch (unified diff)", m["peer"], 1.5)]
+
+
 def bench_read_big(t):
     need_tool("file-read")
     big, meta = big_file()
@@ -1405,6 +1476,7 @@ BENCHES = {
     "glob-tree": (bench_glob_tree, ["`**/*.rs`"]),
     "edit-big": (bench_edit_big, ["one line of a 200 MB file"]),
     "read-big": (bench_read_big, ["offset/limit deep in a 200 MB file, a 5 GB file"]),
+    "patch": (bench_patch, ["apply_patch of 200 chunks to a 100,000-line file"]),
     "fetch": (bench_fetch, ["web-fetch of a 5 MB page, beside htmd and html2md"]),
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),

@@ -4,7 +4,7 @@
 #
 #   bench/run.sh            every benchmark
 #   bench/run.sh NAME...    only those (call discover discover-200 grep-tree
-#                           glob-tree edit-big read-big capture fetch quality sandbox mcp
+#                           glob-tree edit-big read-big patch capture fetch quality sandbox mcp
 #                           context headless mcp-load)
 #   bench/run.sh --list     the names
 #
@@ -37,6 +37,8 @@ want python3 python3
 want curl curl
 want node nodejs
 want sed sed
+want patch patch
+want diff diffutils
 want xargs findutils
 [ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then

@@ -19,7 +19,7 @@ call() {
 
 available=" $("$bin" --list | tr '\n' ' ') "
 # file-write first, so the others have a file to work on.
-order="bash file-write file-read file-edit glob grep web-search-brave web-search-google web-fetch"
+order="bash file-write file-read file-edit apply-patch glob grep web-search-brave web-search-google web-fetch"
 for tool in $("$bin" --list); do
   [[ " $order " == *" $tool "* ]] || { echo "$tool: no example call here yet" >&2; exit 1; }
 done
@@ -30,6 +30,7 @@ for tool in $order; do
     file-write)  call file-write '{"file_path": "notes.txt", "content": "debug = false\nTODO: ship\n"}' ;;
     file-read)   call file-read '{"file_path": "notes.txt", "offset": 1, "limit": 1}' ;;
     file-edit)   call file-edit '{"file_path": "notes.txt", "old_string": "debug = false", "new_string": "debug = true"}' ;;
+    apply-patch) call apply-patch '{"input": "*** Begin Patch\n*** Update File: notes.txt\n@@\n-TODO: ship\n+DONE: shipped\n*** Add File: docs/changes.txt\n+shipped\n*** End Patch"}' ;;
     glob)        call glob '{"pattern": "*.txt"}' ;;
     grep)        call grep '{"pattern": "TODO|debug", "glob": "*.txt"}' ;;
     web-search-brave)  SHELLCLAW_STUB=1 call web-search-brave '{"query": "rust async"}' ;;

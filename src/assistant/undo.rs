@@ -368,24 +368,9 @@ pub fn paths_of(tool: &str, arguments: &Value) -> Vec<PathBuf> {
 /// The files a patch names in its `*** Add File: `, `*** Delete File: `,
 /// `*** Update File: ` and `*** Move to: ` lines, each once, in order.
 pub fn patch_paths(patch: &str) -> Vec<PathBuf> {
-    const HEADS: [&str; 4] = [
-        "*** Add File: ",
-        "*** Delete File: ",
-        "*** Update File: ",
-        "*** Move to: ",
-    ];
-    let mut out: Vec<PathBuf> = Vec::new();
-    for line in patch.lines() {
-        let line = line.trim_end_matches('\r');
-        let Some(path) = HEADS.iter().find_map(|h| line.strip_prefix(h)) else {
-            continue;
-        };
-        let path = PathBuf::from(path.trim());
-        if !path.as_os_str().is_empty() && !out.contains(&path) {
-            out.push(path);
-        }
-    }
-    out
+    // The tool's own parser, pure: the paths it would write are the ones
+    // kept (a patch it cannot parse writes nothing).
+    crate::tools::apply_patch::paths(patch)
 }
 
 /// `path` from the working directory the tools run in, through a link to
@@ -459,13 +444,15 @@ mod tests {
     #[test]
     fn a_patch_names_its_files_once() {
         let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: b.txt\n\
-                     *** Move to: c.txt\n@@\n-y\n+z\n*** Delete File: d.txt\n*** Update File: a.txt\r\n\
-                     *** End Patch";
+                     *** Move to: c.txt\n@@\n-y\n+z\n*** Delete File: d.txt\n\
+                     *** Update File: a.txt\n@@\n-x\n+w\n*** End Patch";
         let paths: Vec<String> = patch_paths(patch)
             .iter()
             .map(|p| p.display().to_string())
             .collect();
         assert_eq!(paths, ["a.txt", "b.txt", "c.txt", "d.txt"]);
+        // A patch the tool cannot read writes nothing, so keeps nothing.
+        assert!(patch_paths("*** Add File: a.txt\n+x").is_empty());
         assert!(paths_of("bash", &json!({"command": "rm x"})).is_empty());
         assert_eq!(
             paths_of("file_edit", &json!({"file_path": "/x"})),

@@ -3,6 +3,7 @@
 
 use crate::tool::Tool;
 
+pub mod apply_patch;
 pub mod bash;
 mod file_edit;
 mod file_read;
@@ -10,6 +11,7 @@ mod file_write;
 mod fs;
 mod glob;
 mod grep;
+pub mod patch;
 mod search;
 mod web;
 mod web_fetch;
@@ -26,6 +28,7 @@ pub static TOOLS: &[&dyn Tool] = &[
     &web_search_brave::WebSearchBrave,
     &web_search_google::WebSearchGoogle,
     &web_fetch::WebFetch,
+    &apply_patch::ApplyPatch,
 ];
 
 /// Bytes as text for an answer: moved without a copy when they are UTF-8

@@ -14,46 +14,22 @@ use crate::common::link;
 use crate::common::model_server::{calls, text, Api, ModelServer};
 use crate::host::Pid;
 
-/// Our bash, file_write and file_edit as system tools, and an apply_patch
-/// as a user tool (the real one is a tool of its own; this one applies the
-/// `*** Add File:` operations its tests use, which is all /undo needs of it:
-/// the files a patch names).
+/// Our bash, file_write, file_edit, file_read and apply_patch as system
+/// tools.
 fn install(home: &Path) {
     let libexec = home.join("libexec");
     std::fs::create_dir_all(&libexec).unwrap();
     std::fs::create_dir_all(home.join("tools")).unwrap();
-    for tool in ["bash", "file_write", "file_edit", "file_read"] {
+    for tool in [
+        "bash",
+        "file_write",
+        "file_edit",
+        "file_read",
+        "apply_patch",
+    ] {
         let file = tool.replace('_', "-");
         std::os::unix::fs::symlink(link(&file), libexec.join(&file)).unwrap();
     }
-    let patch = home.join("tools/apply_patch");
-    std::fs::write(
-        &patch,
-        r#"#!/bin/sh
-if [ "$1" = --schema ]; then
-cat <<'JSON'
-{"name": "apply_patch", "description": "Apply a patch.", "parameters": {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}, "annotations": {"readOnlyHint": false, "destructiveHint": true}}
-JSON
-exit 0
-fi
-python3 -c '
-import json, sys
-patch = json.load(sys.stdin)["input"]
-path = None
-for line in patch.splitlines():
-    if line.startswith("*** Add File: "):
-        path = line[len("*** Add File: "):]
-        open(path, "w").close()
-    elif line.startswith("*** "):
-        path = None
-    elif path and line.startswith("+"):
-        open(path, "a").write(line[1:] + "\n")
-print(json.dumps({"applied": True}))
-'
-"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&patch, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The newest envelope request `r` carried back to the model.

@@ -1,4 +1,4 @@
-//! `ikigai schema --provider ...` on the nine tools' schemas, a flat legacy
+//! `ikigai schema --provider ...` on the ten tools' schemas, a flat legacy
 //! schema and a shellclaw tool, checked against each provider's documented
 //! rules (decision 21; docs/providers.md).
 
@@ -21,7 +21,7 @@ fn spec_schemas() -> BTreeMap<String, Value> {
     all
 }
 
-/// A registry of the nine tools' schemas (played by `spec.sh`), a flat
+/// A registry of the ten tools' schemas (played by `spec.sh`), a flat
 /// legacy tool, a shellclaw tool, and a name Gemini refuses.
 fn registry() -> Dirs {
     let d = Dirs::new();
@@ -32,7 +32,7 @@ fn registry() -> Dirs {
     d.user_tool("shellclaw.sh", "claw");
     d.user_tool("tool.sh", "9lives");
     let names = super::names(&d.listing());
-    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(names.len(), 13, "{names:?}");
     d
 }
 

@@ -322,7 +322,7 @@ fn our_own_server_round_trip() {
         "{e}"
     );
     let listing = host(&config, home.path()).args(["tools", "--json"]).json();
-    assert_eq!(listing["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(listing["tools"].as_array().unwrap().len(), 10);
 }
 
 #[test]
@@ -388,7 +388,7 @@ fn refresh_restarts_the_servers() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("Tools refreshed. 9 tools available."),
+        out.stdout.contains("Tools refreshed. 10 tools available."),
         "{}",
         out.stdout
     );

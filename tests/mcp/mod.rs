@@ -99,7 +99,7 @@ fn must(cmd: &mut Command) {
     );
 }
 
-/// A system tools directory holding our nine tools (links to the binary).
+/// A system tools directory holding our ten tools (links to the binary).
 pub fn tools_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     let list = Command::new(bin()).arg("--list").output().expect("--list");
@@ -127,7 +127,7 @@ impl StdioServer {
         StdioServer::with_user_tools(&tools_dir_placeholder(), extra)
     }
 
-    /// The server over our nine tools and `user` as the user's tools.
+    /// The server over our ten tools and `user` as the user's tools.
     pub fn with_user_tools(user: &Path, extra: &[&str]) -> StdioServer {
         let tools = tools_dir();
         let mut child = Command::new(bin())

@@ -50,6 +50,7 @@ fn check_sdk_view(seen: &Value, version: &str) {
     assert_eq!(
         tools,
         [
+            "apply_patch",
             "bash",
             "file_edit",
             "file_read",
@@ -411,7 +412,7 @@ fn http_sessions_headers_and_origins() {
     let (status, _, body) = server.post(&with_session, &list);
     assert_eq!(status, 200);
     let tools = serde_json::from_str::<Value>(&body).unwrap()["result"]["tools"].clone();
-    assert_eq!(tools.as_array().unwrap().len(), 9);
+    assert_eq!(tools.as_array().unwrap().len(), 10);
     let bad_version = [
         ("Mcp-Session-Id", session.as_str()),
         ("MCP-Protocol-Version", "1999-01-01"),
@@ -529,6 +530,6 @@ fn stdio_says_when_the_tools_change() {
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
     assert!(names.contains(&"test_simple_text".to_string()), "{names:?}");
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 11);
     assert_eq!(s.finish(), Some(0));
 }

@@ -1,5 +1,6 @@
 //! Tests by tool: each module drives one tool through its own name.
 
+mod apply_patch;
 mod bash;
 mod file_edit;
 mod file_read;

@@ -1,7 +1,8 @@
 //! What the approval prompt shows of a call: for bash the command, for
 //! file_write and file_edit the unified diff the call would make to the
-//! file as it is now (coloured when the terminal allows), for any other
-//! tool its arguments. Reads the file; writes nothing.
+//! file as it is now (coloured when the terminal allows), for apply_patch
+//! that diff for each file of the patch, for any other tool its arguments.
+//! Reads the files; writes nothing.
 //!
 //! What the model wrote is shown, never obeyed (decision 59): its control
 //! characters appear as `\e`, `\r`, `<U+202E>`, and a line says so before
@@ -13,6 +14,10 @@
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::tools::apply_patch;
+use crate::tools::patch::apply::{apply, Text};
+use crate::tools::patch::parse::{parse, Op};
 
 use super::super::render::diff::{read_text, unified, MAX_FILE_BYTES};
 use super::super::render::visible::{hides, visible};
@@ -83,6 +88,7 @@ fn describe_call(tool: &str, arguments: &Value, paint: Paint) -> String {
                 Err(why) => format!("{head} {why}\n{}", indent(&visible(&pretty(arguments)))),
             }
         }
+        ("apply_patch", _) => patch(arguments["input"].as_str().unwrap_or(""), paint),
         _ => format!(
             "{} wants to run with:\n{}",
             paint.bold(&visible(tool)),
@@ -172,6 +178,82 @@ fn edited(path: &str, arguments: &Value) -> Result<(String, String), String> {
             Ok((old, new))
         }
     }
+}
+
+/// An apply_patch call: the files it names, then each operation as the
+/// diff it would make to the file as it is now (decision 67), or why it
+/// will fail. Operations on one file are shown one after the other, each
+/// against the file on disk, as the model wrote them.
+fn patch(input: &str, paint: Paint) -> String {
+    let title = paint.bold("apply_patch");
+    let ops = match parse(input) {
+        Ok(ops) => ops,
+        Err(e) => {
+            return format!(
+                "{title} wants to apply a patch that will fail ({}):\n{}",
+                e.0,
+                indent(input)
+            )
+        }
+    };
+    let paths: Vec<String> = apply_patch::paths(input)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut out = format!("{title} wants to change {}:", paths.join(", "));
+    for op in &ops {
+        let (head, shown) = match op {
+            Op::Add { path, lines } => {
+                let mut new = lines.join("\n");
+                if !lines.is_empty() {
+                    new.push('\n');
+                }
+                let what = if Path::new(path).exists() {
+                    "replace"
+                } else {
+                    "add"
+                };
+                (format!("{what} {path}"), Ok((String::new(), new)))
+            }
+            Op::Delete { path } => (
+                format!("delete {path}"),
+                read_text(Path::new(path))
+                    .map(|old| (old, String::new()))
+                    .map_err(|e| format!("(no diff: {e})")),
+            ),
+            Op::Update {
+                path,
+                move_to,
+                chunks,
+            } => {
+                let head = match move_to {
+                    Some(to) => format!("move {path} to {to} and update it"),
+                    None => format!("update {path}"),
+                };
+                let shown = read_text(Path::new(path))
+                    .map_err(|e| format!("(no diff: {e})"))
+                    .and_then(|old| {
+                        let new = apply(&Text::new(old.as_bytes()), chunks)
+                            .map_err(|(_, why)| format!("(will fail: {why})"))?;
+                        Ok((old, String::from_utf8_lossy(&new).into_owned()))
+                    });
+                (head, shown)
+            }
+        };
+        out.push('\n');
+        out.push_str(&paint.bold(&head));
+        match shown {
+            Ok((old, new)) => {
+                out.push('\n');
+                out.push_str(&diff(&old, &new, paint));
+            }
+            Err(why) => {
+                out.push(' ');
+                out.push_str(&why);
+            }
+        }
+    }
+    out
 }
 
 /// The unified diff the call would make, drawn as the terminal draws a
@@ -267,6 +349,66 @@ mod tests {
         );
         assert!(edit("= ", false).contains("occurs 3 times"));
         assert!(edit("= ", true).contains("+a debug = true1"));
+    }
+
+    #[test]
+    fn apply_patch_shows_a_diff_per_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+        std::fs::write(p("m.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(p("gone.txt"), "bye\n").unwrap();
+        let input = format!(
+            "*** Begin Patch\n*** Add File: {}\n+hello\n*** Update File: {}\n@@\n one\n-two\n+2\n\
+             *** Delete File: {}\n*** End Patch\n",
+            p("new.txt"),
+            p("m.txt"),
+            p("gone.txt")
+        );
+        let text = describe("apply_patch", &json!({ "input": input }), plain());
+        assert!(
+            text.starts_with(&format!(
+                "apply_patch wants to change {}, {}, {}:\nadd {}\n",
+                p("new.txt"),
+                p("m.txt"),
+                p("gone.txt"),
+                p("new.txt")
+            )),
+            "{text}"
+        );
+        assert!(text.contains("+hello"), "{text}");
+        assert!(text.contains(&format!("update {}\n", p("m.txt"))), "{text}");
+        assert!(text.contains(" one\n-two\n+2\n three"), "{text}");
+        assert!(
+            text.contains(&format!("delete {}\n", p("gone.txt"))),
+            "{text}"
+        );
+        assert!(text.ends_with("-bye"), "{text}");
+        // Nothing was written.
+        assert!(!Path::new(&p("new.txt")).exists());
+        assert!(Path::new(&p("gone.txt")).exists());
+
+        let missing = format!(
+            "*** Begin Patch\n*** Update File: {}\n@@\n-four\n+4\n*** End Patch",
+            p("m.txt")
+        );
+        let text = describe("apply_patch", &json!({ "input": missing }), plain());
+        assert!(
+            text.contains("(will fail: chunk 1 of 1: could not find"),
+            "{text}"
+        );
+        let text = describe("apply_patch", &json!({"input": "nonsense"}), plain());
+        assert!(
+            text.starts_with("apply_patch wants to apply a patch that will fail (the first line"),
+            "{text}"
+        );
+        if std::env::var_os("NO_COLOR").is_none() {
+            let text = describe(
+                "apply_patch",
+                &json!({ "input": input }),
+                Paint::for_stream(true),
+            );
+            assert!(text.contains("\x1b[32m+hello\x1b[0m"), "{text:?}");
+        }
     }
 
     #[test]
