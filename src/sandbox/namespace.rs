@@ -237,7 +237,19 @@ impl Plan {
             return Ok(());
         }
         let cover = Cover::new()?;
-        for path in &self.hide_dirs {
+        let mut dirs = self.hide_dirs.iter();
+        // The cover's own tree goes over the first directory: a detached
+        // mount that is closed is unmounted, and an unmount waits for an
+        // RCU grace period (milliseconds on a busy machine), while a tree
+        // attached here goes with the namespace.
+        let attached = match dirs.next() {
+            Some(first) => cover.attach(first)?,
+            None => false,
+        };
+        if !attached {
+            cover.attach_aside()?;
+        }
+        for path in dirs {
             cover.over(path, true)?;
         }
         for path in &self.hide_files {
@@ -470,6 +482,71 @@ impl Cover {
                 return Err(fail("read-only"));
             }
             Ok(cover)
+        }
+    }
+
+    /// Moves the cover's own tree over the directory `target`; false when
+    /// the directory went away meanwhile.
+    fn attach(&self, target: &Path) -> Result<bool, String> {
+        let c = c_path(target)?;
+        // SAFETY: move_mount of the descriptor this struct owns onto a valid
+        // C string path.
+        let moved = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                self.mount,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        } == 0;
+        match (moved, vanished()) {
+            (true, _) => Ok(true),
+            (false, true) => Ok(false),
+            (false, false) => Err(last_error("cover", target)),
+        }
+    }
+
+    /// Attaches the cover's own tree where nothing sees it: over `/dev`,
+    /// with `/dev` as it was put back on top (a clone of it, submounts
+    /// included), so the call's `/dev` is unchanged. `/dev` because it
+    /// always exists and no call's working directory lies in it (a working
+    /// directory inside a directory mounted over would stay below).
+    fn attach_aside(&self) -> Result<(), String> {
+        let dev = Path::new("/dev");
+        // SAFETY: open_tree and move_mount on valid C strings and on
+        // descriptors this function or struct owns; the clone is closed
+        // once it is attached.
+        unsafe {
+            let original = libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                c"/dev".as_ptr(),
+                OPEN_TREE_CLONE
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_RECURSIVE as libc::c_uint,
+            ) as libc::c_int;
+            if original < 0 {
+                return Err(last_error("clone", dev));
+            }
+            let result = if !self.attach(dev)? {
+                Err(last_error("cover", dev))
+            } else if libc::syscall(
+                libc::SYS_move_mount,
+                original,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c"/dev".as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) != 0
+            {
+                Err(last_error("put back", dev))
+            } else {
+                Ok(())
+            };
+            libc::close(original);
+            result
         }
     }
 
