@@ -114,7 +114,15 @@ pub fn enter(fence: &Fence) -> Result<(), String> {
         ));
     }
     map_ids(uid, gid)?;
-    plan.apply()
+    plan.apply()?;
+    // A working directory inside a path just mounted over still points
+    // below the mount (run from `~/.config/ikigai`, it would write there):
+    // entering it again by name puts it on top.
+    if let Ok(dir) = std::env::current_dir() {
+        std::env::set_current_dir(&dir)
+            .map_err(|e| format!("cannot enter {} again: {e}", dir.display()))?;
+    }
+    Ok(())
 }
 
 /// Maps the user's own uid and gid to themselves in the new namespace.

@@ -620,6 +620,18 @@ fn from_home_the_rules_and_start_up_files_stay_read_only() {
             "{}",
             out.stderr
         );
+        // Started inside ikigai's own directory: still read-only, relative
+        // paths included.
+        let own = p.home.join(".config/ikigai");
+        let text = p.bash_in(
+            &own,
+            &[],
+            "echo x > config.toml; echo y > new.txt; echo done",
+        );
+        assert!(text.contains("Read-only file system"), "{who:?}: {text}");
+        assert!(!own.join("new.txt").exists(), "{who:?}: {text}");
+        let config = std::fs::read_to_string(own.join("config.toml")).unwrap();
+        assert!(config.starts_with("sandbox = "), "{config}");
     }
 }
 
