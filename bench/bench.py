@@ -503,17 +503,44 @@ def bench_call(t):
             memory_row("call", "peak memory", peak)]
 
 
+def guard_args():
+    """The guard options the host passes for this HOME (host/settings.rs,
+    decisions 72, 75, 76): the secret paths, the read-only ones, the
+    runtime socket directories and the agent's socket."""
+    home = os.path.expanduser("~")
+    secrets = [".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube",
+               ".docker/config.json", ".netrc", ".git-credentials", ".config/gh", ".npmrc",
+               ".pypirc", ".cargo/credentials.toml", ".config/ikigai/credentials.json"]
+    protect = [".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+               ".zprofile", ".zshenv", ".zlogin", ".config/fish/config.fish",
+               ".ssh/authorized_keys", ".ikigai", ".config/ikigai", ".local/share/ikigai"]
+    args = []
+    for p in secrets:
+        args += ["--hide", os.path.join(home, p)]
+    for p in [".ssh/known_hosts", ".ssh/config"]:
+        args += ["--allow-read", os.path.join(home, p)]
+    for p in protect:
+        args += ["--protect", os.path.join(home, p)]
+    args += ["--socket-dir", "/tmp/.X11-unix"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        args += ["--socket-dir", os.environ["XDG_RUNTIME_DIR"]]
+    if os.environ.get("SSH_AUTH_SOCK"):
+        args += ["--allow-socket", os.environ["SSH_AUTH_SOCK"]]
+    return args
+
+
 def bench_sandbox(t):
     """The cost of the fence and containment per call: the same file-read
-    call run through `ikigai-tools sandbox-exec` (Landlock + seccomp +
-    subreaper, as the assistant runs every call; and mode off, containment
-    only) and run directly."""
+    call run through `ikigai-tools sandbox-exec` (the call's namespace with
+    the host's guard, Landlock, seccomp, capabilities dropped, subreaper,
+    as the assistant runs every call; and mode off, containment only) and
+    run directly."""
     need_tool("file-read")
     path, text = small_file()
     direct = [tool_path("file-read"), json.dumps({"file_path": path})]
     workspace = os.path.dirname(path)
     fenced = [BIN, "sandbox-exec", "--mode", "workspace-write", "--writable", workspace,
-              "--writable", "/tmp", "--"] + direct
+              "--writable", "/tmp"] + guard_args() + ["--"] + direct
     contained = [BIN, "sandbox-exec", "--mode", "off", "--"] + direct
     for argv in (fenced, contained):
         got = ours_json(argv)

@@ -45,6 +45,13 @@ pub struct Config {
     pub deny: Vec<Located<String>>,
     /// More directories the sandbox lets tools write.
     pub add_dirs: Vec<PathBuf>,
+    /// More paths no sandboxed tool may read (decision 72); `~/` is the
+    /// home directory.
+    pub deny_read: Vec<PathBuf>,
+    /// Paths given back out of the unreadable ones.
+    pub allow_read: Vec<PathBuf>,
+    /// Unix sockets a sandboxed tool may still connect to (decision 75).
+    pub allow_unix_sockets: Vec<PathBuf>,
     /// Bytes of each output the model sees of one call.
     pub model_output: Option<usize>,
     /// The model's reply limit, in tokens.
@@ -101,6 +108,12 @@ struct Raw {
     deny: Vec<Spanned<String>>,
     #[serde(default)]
     add_dirs: Vec<PathBuf>,
+    #[serde(default)]
+    deny_read: Vec<PathBuf>,
+    #[serde(default)]
+    allow_read: Vec<PathBuf>,
+    #[serde(default)]
+    allow_unix_sockets: Vec<PathBuf>,
     model_output: Option<Size>,
     max_output_tokens: Option<Positive>,
     context_window: Option<Positive>,
@@ -264,6 +277,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         allow: located(raw.allow),
         deny: located(raw.deny),
         add_dirs: raw.add_dirs,
+        deny_read: raw.deny_read,
+        allow_read: raw.allow_read,
+        allow_unix_sockets: raw.allow_unix_sockets,
         model_output: raw.model_output.map(|s| s.0),
         max_output_tokens: raw.max_output_tokens.map(|p| p.0),
         context_window: raw.context_window.map(|p| p.0),
@@ -337,6 +353,9 @@ max_output_tokens = 4096
 context_window = 32000
 auto_compact = 0.7
 instructions_max_bytes = "16K"
+deny_read = ["~/private"]
+allow_read = ["~/.aws/config"]
+allow_unix_sockets = ["/run/user/1/db.sock"]
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
@@ -347,6 +366,9 @@ env = ["GITHUB_TOKEN"]
         assert_eq!(c.sandbox, Some(Mode::ReadOnly));
         assert_eq!(c.approval, Some(ApprovalMode::Auto));
         assert_eq!(c.network, Some(true));
+        assert_eq!(c.deny_read, [PathBuf::from("~/private")]);
+        assert_eq!(c.allow_read, [PathBuf::from("~/.aws/config")]);
+        assert_eq!(c.allow_unix_sockets, [PathBuf::from("/run/user/1/db.sock")]);
         assert_eq!(
             c.allow,
             [

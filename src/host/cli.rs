@@ -58,6 +58,16 @@ pub struct Ikigai {
     #[argh(switch)]
     pub network: bool,
 
+    /// a path sandboxed tools may read although it is among the secret
+    /// paths that `ikigai sandbox check` lists (repeatable)
+    #[argh(option, arg_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+
+    /// a Unix socket sandboxed tools may connect to although it lies
+    /// outside the workspace (repeatable; SSH_AUTH_SOCK's always may)
+    #[argh(option, arg_name = "PATH")]
+    pub allow_unix_socket: Vec<PathBuf>,
+
     /// the assistant's model provider: openai, openai-responses, anthropic,
     /// google, ollama or stub (default: $IKIGAI_PROVIDER, else config, else
     /// the first that has a key, else a local Ollama server)
@@ -261,6 +271,8 @@ const TAKES_VALUE: &[&str] = &[
     "--max-output",
     "--sandbox",
     "--add-dir",
+    "--allow-read",
+    "--allow-unix-socket",
     "--provider",
     "--model",
     "--max-output-tokens",

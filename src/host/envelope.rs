@@ -181,7 +181,9 @@ impl Envelope {
 }
 
 /// The fence a failed call ran in, for its envelope, so the model can tell
-/// the user that the sandbox may be why: `{"mode", "writable", "network"}`.
+/// the user that the sandbox may be why: `{"mode", "writable", "network"}`,
+/// and in a confining mode `refuses`, the rules of decisions 72, 75 and 76
+/// with how to lift each (a refused read is the kernel's bare EACCES).
 /// Failed means the envelope says so, or the tool's own answer does (an
 /// `error`, or bash's non-zero `exit_code`: a refused write shows there);
 /// None for a success.
@@ -197,11 +199,16 @@ pub fn sandbox_note(envelope: &Envelope, fence: &crate::sandbox::Fence) -> Optio
         }
     };
     failed.then(|| {
-        json!({
+        let mut note = json!({
             "mode": fence.mode.as_str(),
             "writable": fence.writable.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "network": fence.network,
-        })
+        });
+        let rules = fence.rules();
+        if !rules.is_empty() {
+            note["refuses"] = json!(rules);
+        }
+        note
     })
 }
 
@@ -539,20 +546,22 @@ mod tests {
 
     #[test]
     fn a_failure_names_the_fence_it_ran_in() {
-        use crate::sandbox::{Fence, Mode};
+        use crate::sandbox::{Fence, Guard, Mode};
         let fence = Fence {
             mode: Mode::WorkspaceWrite,
             writable: vec!["/w".into(), "/tmp".into()],
             network: false,
+            guard: Guard::default(),
         };
         let note = |ending: Ending, out: &str| {
             let envelope = wrap("t", Protocol::Ikigai, ending, &cap(out), &cap("denied")).0;
             sandbox_note(&envelope, &fence)
         };
-        assert_eq!(
-            note(Ending::Code(1), ""),
-            Some(json!({"mode": "workspace-write", "writable": ["/w", "/tmp"], "network": false}))
-        );
+        let failed = note(Ending::Code(1), "").unwrap();
+        assert_eq!(failed["mode"], "workspace-write");
+        assert_eq!(failed["writable"], json!(["/w", "/tmp"]));
+        assert_eq!(failed["network"], false);
+        assert!(failed["refuses"][0].as_str().unwrap().contains("read-only"));
         for answer in [
             r#"{"error":"Permission denied: /x","error_code":"PERMISSION_DENIED"}"#,
             r#"{"output":"cannot create x","exit_code":2}"#,

@@ -129,10 +129,42 @@ pub fn main(args: Vec<OsString>) -> Start {
         .iter()
         .map(|(name, tool)| (name.clone(), tool.env.clone()))
         .collect();
+    // The secret paths and sockets: the file's and the options add up.
+    let env = Env::from_process();
+    let guard = &mut settings.sandbox.guard;
+    let allow_read = config.allow_read.iter().chain(&cli.allow_read);
+    let sockets = config
+        .allow_unix_sockets
+        .iter()
+        .chain(&cli.allow_unix_socket);
+    for (key, paths, list) in [
+        (
+            "deny_read",
+            config.deny_read.iter().collect::<Vec<_>>(),
+            &mut guard.hide,
+        ),
+        ("allow_read", allow_read.collect(), &mut guard.allow_read),
+        ("allow_unix_sockets", sockets.collect(), &mut guard.sockets),
+    ] {
+        for path in paths {
+            match settings::parse_guard_path(path, &env) {
+                Ok(path) => list.push(path),
+                Err(e) => return Start::Done(usage_error(&format!("ikigai: {key}: {e}"))),
+            }
+        }
+    }
     let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
     if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
         // Said once, here; every call then runs with what the kernel has.
         eprintln!("ikigai: warning: {gap}; tool calls run with only what it supports");
+    }
+    if runs_tools {
+        for gap in &settings.sandbox.guard_gaps {
+            eprintln!("ikigai: warning: {gap}");
+        }
+        if let Some(warning) = wide_workspace(&settings.sandbox, &env) {
+            eprintln!("ikigai: warning: {warning}");
+        }
     }
     Start::Done(match &cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&settings, cmd),
@@ -149,7 +181,8 @@ pub fn main(args: Vec<OsString>) -> Start {
         Some(Subcommand::Call(cmd)) => call(&settings, cmd),
         Some(Subcommand::Sandbox(cmd)) => match cmd.action {
             SandboxAction::Check(_) => {
-                let report = Support::detect().report(&settings.sandbox.writable());
+                let report =
+                    Support::detect().report(&settings.sandbox.writable(), &settings.sandbox.guard);
                 crate::out::print_out(report.as_bytes(), false);
                 ExitCode::SUCCESS
             }
@@ -166,6 +199,30 @@ pub fn main(args: Vec<OsString>) -> Start {
             )
         }
     })
+}
+
+/// The start line's warning when the workspace is the home directory or
+/// `/` in workspace-write (decision 76): tools may then write anywhere
+/// under it but the few read-only paths.
+pub fn wide_workspace(sandbox: &settings::SandboxSettings, env: &Env) -> Option<String> {
+    if sandbox.mode != crate::sandbox::Mode::WorkspaceWrite {
+        return None;
+    }
+    let home = env.home().and_then(|h| h.canonicalize().ok());
+    let ws = &sandbox.workspace;
+    let which = if ws.as_path() == std::path::Path::new("/") {
+        "the root directory"
+    } else if home.as_ref() == Some(ws) {
+        "your home directory"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "the working directory is {which} ({}): tools may write anywhere under it \
+         (only ikigai's own files, shell start-up files and .git/hooks stay read-only); \
+         consider --sandbox read-only",
+        ws.display()
+    ))
 }
 
 /// Makes this process non-dumpable: a tool running as the same user can

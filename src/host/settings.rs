@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sandbox::{Fence, Mode, Support};
+use crate::sandbox::{Fence, Guard, Mode, Support};
 use crate::tool::Env;
 
 /// What one tool call may cost: its run time and the bytes kept of each of
@@ -74,6 +74,109 @@ pub struct SandboxSettings {
     /// Calls then run with what the kernel supports, and every call that is
     /// not read-only needs the user's approval.
     pub unavailable: Option<String>,
+    /// The secret paths, the read-only paths and the sockets of decisions
+    /// 72, 75 and 76 (`guard`).
+    pub guard: Guard,
+    /// What this kernel cannot do of them, said at start.
+    pub guard_gaps: Vec<String>,
+}
+
+/// The usual places of credentials under the home directory (decision 72).
+const SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+/// Readable although inside `~/.ssh`: what ssh and git need to connect.
+const SSH_READABLE: &[&str] = &[".ssh/known_hosts", ".ssh/config"];
+
+/// The shell and login start-up files and `authorized_keys`: code or keys
+/// that take effect later, outside the sandbox (decision 76).
+const START_UP: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".config/fish/config.fish",
+    ".ssh/authorized_keys",
+];
+
+/// The guard for this environment: the secret paths, ikigai's own files,
+/// the start-up files, the runtime sockets and the agent's socket
+/// (decisions 72, 75, 76). `mcp_config` is where the MCP servers are read.
+pub fn guard(env: &Env, mcp_config: Option<&Path>) -> Guard {
+    let mut guard = Guard {
+        namespace: true,
+        ..Guard::default()
+    };
+    let home = env.home();
+    if let Some(home) = &home {
+        guard.hide.extend(SECRETS.iter().map(|p| home.join(p)));
+        guard
+            .allow_read
+            .extend(SSH_READABLE.iter().map(|p| home.join(p)));
+        guard.protect.extend(START_UP.iter().map(|p| home.join(p)));
+        // The user's tools and the MCP servers' file.
+        guard.protect.push(home.join(".ikigai"));
+    }
+    if let Some(config) = env.config_dir() {
+        guard.hide.push(config.join("credentials.json"));
+        guard.protect.push(config);
+    }
+    if let Some(file) = env.var("IKIGAI_CONFIG") {
+        guard.protect.push(PathBuf::from(file));
+    }
+    let data = match env.var("XDG_DATA_HOME") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => home.as_ref().map(|h| h.join(".local").join("share")),
+    };
+    if let Some(data) = data {
+        // Sessions, history and saved outputs.
+        guard.protect.push(data.join("ikigai"));
+    }
+    guard.protect.extend(mcp_config.map(Path::to_path_buf));
+    guard.socket_dirs.push(PathBuf::from("/tmp/.X11-unix"));
+    if let Some(runtime) = env.var("XDG_RUNTIME_DIR") {
+        guard.socket_dirs.push(PathBuf::from(runtime));
+    }
+    if let Some(agent) = env.var("SSH_AUTH_SOCK") {
+        guard.sockets.push(PathBuf::from(agent));
+    }
+    guard
+}
+
+/// A path from the config file or the command line: `~/` is the home
+/// directory; it must then be absolute.
+pub fn parse_guard_path(text: &Path, env: &Env) -> Result<PathBuf, String> {
+    let path = match (text.strip_prefix("~"), env.home()) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        (Ok(_), None) => return Err(format!("'{}': HOME is not set", text.display())),
+        (Err(_), _) => text.to_path_buf(),
+    };
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "'{}' is not an absolute path (or one starting with ~/)",
+            text.display()
+        ))
+    }
 }
 
 impl SandboxSettings {
@@ -105,6 +208,7 @@ impl SandboxSettings {
                 Mode::ReadOnly | Mode::Off => Vec::new(),
             },
             network: self.network || self.mode == Mode::Off || (open_world && tool != "bash"),
+            guard: self.guard.clone(),
         }
     }
 }
@@ -147,6 +251,7 @@ impl Settings {
             .mcp_config
             .or_else(|| env.var("IKIGAI_MCP_CONFIG").map(PathBuf::from))
             .or_else(|| env.home().map(|h| h.join(".ikigai").join("mcp.json")));
+        let guard = guard(env, mcp_config.as_deref());
         let defaults = Limits::default();
         Settings {
             system_dir,
@@ -176,6 +281,8 @@ impl Settings {
                 contain: true,
                 spawner: true,
                 unavailable: None,
+                guard,
+                guard_gaps: Vec::new(),
             },
             tool_env: BTreeMap::new(),
             mcp_config,
@@ -186,6 +293,8 @@ impl Settings {
     /// Notes what the kernel cannot enforce of the chosen mode.
     pub fn with_kernel_support(mut self, support: Support) -> Settings {
         self.sandbox.unavailable = support.gap(self.sandbox.mode);
+        self.sandbox.guard.namespace = support.namespaces;
+        self.sandbox.guard_gaps = support.guard_gaps(self.sandbox.mode);
         self
     }
 
@@ -368,9 +477,13 @@ mod tests {
         let lacking = Support {
             landlock_abi: None,
             seccomp: true,
+            namespaces: false,
+            root: false,
         };
         let s = Settings::resolve(Overrides::default(), &Env::default(), None);
         let s = s.with_kernel_support(lacking);
+        assert!(!s.sandbox.guard.namespace);
+        assert!(s.sandbox.guard_gaps[0].contains("namespaces"));
         assert!(s.sandbox.unavailable.unwrap().contains("Landlock"));
         let o = Overrides {
             sandbox: Some(Mode::Off),
@@ -378,6 +491,45 @@ mod tests {
         };
         let s = Settings::resolve(o, &Env::default(), None).with_kernel_support(lacking);
         assert_eq!(s.sandbox.unavailable, None);
+    }
+
+    #[test]
+    fn the_guard_names_the_secrets_ikigais_files_and_the_agent() {
+        let env = Env::from_pairs([
+            ("HOME", "/h"),
+            ("XDG_RUNTIME_DIR", "/run/user/7"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("IKIGAI_CONFIG", "/etc/ik.toml"),
+        ]);
+        let g = guard(&env, Some(Path::new("/h/.ikigai/mcp.json")));
+        for p in [
+            "/h/.ssh",
+            "/h/.aws",
+            "/h/.netrc",
+            "/h/.config/ikigai/credentials.json",
+        ] {
+            assert!(g.hide.contains(&PathBuf::from(p)), "{p}");
+        }
+        assert!(g.allow_read.contains(&PathBuf::from("/h/.ssh/known_hosts")));
+        for p in [
+            "/h/.bashrc",
+            "/h/.ssh/authorized_keys",
+            "/h/.config/ikigai",
+            "/h/.local/share/ikigai",
+            "/etc/ik.toml",
+            "/h/.ikigai/mcp.json",
+        ] {
+            assert!(g.protect.contains(&PathBuf::from(p)), "{p}");
+        }
+        assert!(g.socket_dirs.contains(&PathBuf::from("/run/user/7")));
+        assert_eq!(g.sockets, [PathBuf::from("/tmp/ssh-x/agent.1")]);
+        assert_eq!(
+            parse_guard_path(Path::new("~/x"), &env),
+            Ok(PathBuf::from("/h/x"))
+        );
+        assert!(parse_guard_path(Path::new("rel"), &env)
+            .unwrap_err()
+            .contains("not an absolute path"));
     }
 
     #[test]

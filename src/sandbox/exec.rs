@@ -20,7 +20,9 @@
 //! cost of starting the binary a second time (most of this process's cost).
 //!
 //! Usage: `ikigai-tools sandbox-exec [--mode M] [--writable DIR]...
-//! [--network] [--best-effort] -- PROGRAM [ARGS...]`. Without
+//! [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]...
+//! [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace]
+//! [--best-effort] -- PROGRAM [ARGS...]` (the paths are `Guard`'s). Without
 //! `--best-effort`, a fence the kernel cannot build is an error (exit 125)
 //! and the program does not run: a call never runs unsandboxed silently.
 
@@ -30,7 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-use super::{landlock, seccomp, Fence, Mode};
+use super::{caps, landlock, namespace, seccomp, Fence, Guard, Mode};
 
 /// The exit code when sandbox-exec itself fails (bad usage, a fence that
 /// cannot be built), as `env` and `timeout` use 125.
@@ -60,6 +62,22 @@ pub fn arguments(fence: &Fence, best_effort: bool) -> Vec<OsString> {
     if fence.network {
         args.push("--network".into());
     }
+    let guard = &fence.guard;
+    for (option, paths) in [
+        ("--hide", &guard.hide),
+        ("--allow-read", &guard.allow_read),
+        ("--protect", &guard.protect),
+        ("--socket-dir", &guard.socket_dirs),
+        ("--allow-socket", &guard.sockets),
+    ] {
+        for path in paths {
+            args.push(option.into());
+            args.push(path.into());
+        }
+    }
+    if !guard.namespace {
+        args.push("--no-namespace".into());
+    }
     if best_effort {
         args.push("--best-effort".into());
     }
@@ -88,7 +106,26 @@ pub fn parse_fence<'a>(
     let mut writable = Vec::new();
     let mut network = false;
     let mut best_effort = false;
+    let mut guard = Guard {
+        namespace: true,
+        ..Guard::default()
+    };
     while let Some(arg) = it.next() {
+        let list = match arg.to_str() {
+            Some("--hide") => Some(&mut guard.hide),
+            Some("--allow-read") => Some(&mut guard.allow_read),
+            Some("--protect") => Some(&mut guard.protect),
+            Some("--socket-dir") => Some(&mut guard.socket_dirs),
+            Some("--allow-socket") => Some(&mut guard.sockets),
+            _ => None,
+        };
+        if let Some(list) = list {
+            let path = it
+                .next()
+                .ok_or_else(|| format!("{} needs a path", arg.to_string_lossy()))?;
+            list.push(PathBuf::from(path));
+            continue;
+        }
         match arg.to_str() {
             Some("--mode") => {
                 let value = it.next().ok_or("--mode needs a value")?;
@@ -99,19 +136,23 @@ pub fn parse_fence<'a>(
                 writable.push(PathBuf::from(dir));
             }
             Some("--network") => network = true,
+            Some("--no-namespace") => guard.namespace = false,
             Some("--best-effort") => best_effort = true,
             Some("--") => {
                 let fence = Fence {
                     mode: mode.unwrap_or(Mode::WorkspaceWrite),
                     writable,
                     network,
+                    guard,
                 };
                 return Ok((fence, best_effort));
             }
             _ => {
                 return Err(format!(
                     "unknown argument '{}' (usage: {NAME} [--mode M] [--writable DIR]... \
-                     [--network] [--best-effort] -- PROGRAM [ARGS...])",
+                     [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]... \
+                     [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace] \
+                     [--best-effort] -- PROGRAM [ARGS...])",
                     arg.to_string_lossy()
                 ))
             }
@@ -155,6 +196,14 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     }
     if tool == 0 {
         become_tool(&signals, me);
+        // The scopes go on the tool alone: it may not signal this process.
+        if request.fence.mode.confines() {
+            if let Err(e) = landlock::scope() {
+                if !request.best_effort {
+                    return fail(&e);
+                }
+            }
+        }
         return run_tool(request);
     }
     see_through(&signals, tool)
@@ -207,16 +256,36 @@ pub(super) fn fail(what: &str) -> ExitCode {
 }
 
 /// Builds the fence around this process; with `best_effort`, the parts the
-/// kernel lacks are skipped.
+/// kernel lacks are skipped. In order: the call's namespace (its mounts
+/// need the namespace's capabilities), Landlock, seccomp, and last every
+/// capability dropped. The scopes (`landlock::scope`) go on the tool's
+/// process alone, after this.
 pub(super) fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
     if !fence.mode.confines() {
         return Ok(());
     }
+    if fence.guard.namespace {
+        namespace::enter(fence)?;
+    }
     if !best_effort || landlock::abi_version().is_some() {
         landlock::restrict(fence.mode, &fence.writable)?;
     }
-    if !fence.network && (!best_effort || seccomp::available()) {
-        seccomp::deny_network()?;
+    if !best_effort || seccomp::available() {
+        seccomp::confine(fence.network)?;
+    }
+    caps::drop_all()
+}
+
+/// The fence of a tool's own process, built where the tool runs (the
+/// spawner's tool process, the worker): the fence, then the scopes.
+pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String> {
+    build_fence(fence, best_effort)?;
+    if fence.mode.confines() {
+        if let Err(e) = landlock::scope() {
+            if !best_effort {
+                return Err(e);
+            }
+        }
     }
     Ok(())
 }
@@ -557,6 +626,14 @@ mod tests {
             mode: Mode::ReadOnly,
             writable: vec!["/w".into(), "/tmp".into()],
             network: true,
+            guard: Guard {
+                hide: vec!["/h/.aws".into()],
+                allow_read: vec!["/h/.ssh/config".into()],
+                protect: vec!["/h/.bashrc".into()],
+                socket_dirs: vec!["/run/user/1".into()],
+                sockets: vec!["/run/agent".into()],
+                namespace: false,
+            },
         };
         let mut args = arguments(&fence, true);
         assert_eq!(args[0], NAME);
@@ -569,6 +646,7 @@ mod tests {
         let plain = parse(&words("-- x")).unwrap();
         assert_eq!(plain.fence.mode, Mode::WorkspaceWrite);
         assert!(!plain.fence.network && !plain.best_effort);
+        assert!(plain.fence.guard.namespace);
     }
 
     #[test]
@@ -577,6 +655,8 @@ mod tests {
             ("--mode", "--mode needs a value"),
             ("--mode strict -- x", "invalid sandbox mode 'strict'"),
             ("--writable", "--writable needs a directory"),
+            ("--hide", "--hide needs a path"),
+            ("--allow-socket", "--allow-socket needs a path"),
             ("--bogus -- x", "unknown argument '--bogus'"),
             ("--network", "no program"),
             ("--", "no program after --"),

@@ -16,12 +16,19 @@
 //! - `worker`: a process the spawner makes, fenced once, that runs the calls
 //!   of our tools that start no process, one after another.
 //! - `secrets`: the environment a tool gets, without the host's keys.
+//! - `namespace`: the call's own user and mount namespace, where the
+//!   secret paths and the sockets that lead out are hidden and the files
+//!   that run later are read-only (decisions 72, 75, 76; docs/sandbox.md).
+//! - `caps`: every capability dropped, so a root host's tool is fenced as
+//!   an ordinary user's (decision 71).
 //!
 //! Everything here is the tool's side of the fence; the host decides the
 //! settings (`host::settings`) and starts `sandbox-exec` for each call.
 
+pub mod caps;
 pub mod exec;
 pub mod landlock;
+pub mod namespace;
 pub mod seccomp;
 pub mod secrets;
 pub mod spawner;
@@ -87,6 +94,82 @@ pub struct Fence {
     pub writable: Vec<PathBuf>,
     /// New internet sockets allowed.
     pub network: bool,
+    /// What the call's namespace hides and keeps read-only.
+    pub guard: Guard,
+}
+
+impl Fence {
+    /// What this fence refuses beyond its writable directories and
+    /// network, each with how to allow it (decisions 72, 75, 76): the
+    /// envelope of a failed call carries them, since a refused read or
+    /// connect is the kernel's bare "Permission denied".
+    pub fn rules(&self) -> Vec<String> {
+        if !self.mode.confines() {
+            return Vec::new();
+        }
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut rules = Vec::new();
+        if self.mode == Mode::WorkspaceWrite {
+            rules.push(format!(
+                "read-only even in a writable directory (the sandbox's rule for code that \
+                 runs later and for ikigai's own settings): .git/hooks, .git/config{}{}",
+                if self.guard.protect.is_empty() {
+                    ""
+                } else {
+                    ", "
+                },
+                list(&self.guard.protect)
+            ));
+        }
+        if !self.guard.hide.is_empty() {
+            rules.push(format!(
+                "unreadable (the sandbox's secret paths): {}; config allow_read or \
+                 --allow-read PATH gives one back",
+                list(&self.guard.hide)
+            ));
+        }
+        rules.push(
+            "Unix sockets outside the workspace or under the runtime and display \
+             directories are refused; config allow_unix_sockets or --allow-unix-socket PATH \
+             allows one. Signals to processes outside the call, TIOCSTI and TIOCLINUX, and \
+             socket families other than Unix and netlink (internet too with the network) \
+             are refused"
+                .to_string(),
+        );
+        rules
+    }
+}
+
+/// The paths a confined call may not read, may not change although they
+/// lie in a writable directory, and the sockets it may still reach
+/// (decisions 72, 75, 76). The host computes them once (`host::settings`);
+/// the tool's side applies those that exist at the call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// Unreadable: the usual places of credentials and config `deny_read`.
+    pub hide: Vec<PathBuf>,
+    /// Given back out of `hide` (config `allow_read`, `--allow-read`, and
+    /// `~/.ssh/known_hosts` and `~/.ssh/config`).
+    pub allow_read: Vec<PathBuf>,
+    /// Read-only even inside a writable directory: ikigai's own files, the
+    /// shell start-up files, `authorized_keys`. Each writable directory's
+    /// `.git/hooks` and `.git/config` are added at the call.
+    pub protect: Vec<PathBuf>,
+    /// Directories whose sockets are refused even inside a writable
+    /// directory (`/tmp/.X11-unix`, `$XDG_RUNTIME_DIR`).
+    pub socket_dirs: Vec<PathBuf>,
+    /// Unix sockets that stay reachable (`SSH_AUTH_SOCK`, config
+    /// `allow_unix_sockets`, `--allow-unix-socket`).
+    pub sockets: Vec<PathBuf>,
+    /// Build the namespace; false only where the kernel refuses it, which
+    /// the host has said at start.
+    pub namespace: bool,
 }
 
 /// The devices any program may write to, whatever the mode: discarding
@@ -115,6 +198,11 @@ pub struct Support {
     /// seccomp filters with SECCOMP_RET_ERRNO, and a filter written for
     /// this processor.
     pub seccomp: bool,
+    /// Unprivileged user and mount namespaces (the hidden and read-only
+    /// paths, the refused sockets).
+    pub namespaces: bool,
+    /// The host runs as root (its tools drop every capability).
+    pub root: bool,
 }
 
 impl Support {
@@ -122,7 +210,40 @@ impl Support {
         Support {
             landlock_abi: landlock::abi_version(),
             seccomp: seccomp::available(),
+            namespaces: namespace::available(),
+            // SAFETY: geteuid cannot fail.
+            root: unsafe { libc::geteuid() } == 0,
         }
+    }
+
+    /// What the kernel cannot do of the guards that need no privilege
+    /// (decisions 72, 75, 76): said at start and by `ikigai sandbox check`,
+    /// never skipped silently.
+    pub fn guard_gaps(&self, mode: Mode) -> Vec<String> {
+        let mut gaps = Vec::new();
+        if !mode.confines() {
+            return gaps;
+        }
+        if !self.namespaces {
+            gaps.push(
+                "this kernel refuses unprivileged user namespaces: secret files stay \
+                 readable, .git/hooks and start-up files writable, and Unix sockets \
+                 outside the workspace reachable"
+                    .to_string(),
+            );
+        }
+        if self
+            .landlock_abi
+            .is_some_and(|abi| abi < landlock::ABI_SCOPES)
+        {
+            gaps.push(format!(
+                "this kernel's Landlock (ABI {}) has no scopes (ABI {} and later): \
+                 tools may signal your other processes and reach abstract Unix sockets",
+                self.landlock_abi.unwrap_or(0),
+                landlock::ABI_SCOPES
+            ));
+        }
+        gaps
     }
 
     /// Why `mode` cannot be enforced here (None when it can). Network
@@ -148,7 +269,7 @@ impl Support {
 
     /// `ikigai sandbox check`: what the kernel supports and what each mode
     /// allows on it.
-    pub fn report(&self, writable: &[PathBuf]) -> String {
+    pub fn report(&self, writable: &[PathBuf], guard: &Guard) -> String {
         let landlock = match self.landlock_abi {
             Some(abi) => format!("yes (ABI version {abi})"),
             None => "no (not built into this kernel or not enabled at boot)".into(),
@@ -178,10 +299,58 @@ impl Support {
             DEVICES.join(", "),
         );
         text += "Every mode, off included: no process a tool starts outlives its call.\n";
+        text += &format!(
+            "\nIn workspace-write and read-only:\n  user and mount namespace per call: {}\n  \
+             Landlock scopes (signals, abstract sockets): {}\n",
+            if self.namespaces {
+                "yes"
+            } else {
+                "no (the kernel refuses unprivileged namespaces)"
+            },
+            match self.landlock_abi {
+                Some(abi) if abi >= landlock::ABI_SCOPES => "yes".to_string(),
+                _ => format!("no (Landlock ABI {} or later needed)", landlock::ABI_SCOPES),
+            }
+        );
+        if self.root {
+            text += "  running as root: every capability is dropped in the tool (bounding, \
+                     permitted, effective, inheritable, ambient); it still runs as uid 0 \
+                     with the file access the fence allows\n";
+        }
+        let list = |paths: &[PathBuf]| -> String {
+            if paths.is_empty() {
+                return "none".into();
+            }
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        text += &format!(
+            "  unreadable (config deny_read; allow_read or --allow-read PATH gives one back): {}\n  \
+             readable although under them: {}\n  \
+             read-only even in a writable directory: {}, and each writable directory's \
+             .git/hooks and .git/config\n  \
+             Unix sockets: refused unless made inside the workspace during the call, and \
+             always under {}; reachable (SSH_AUTH_SOCK, config allow_unix_sockets, \
+             --allow-unix-socket PATH): {}\n  \
+             signals only to the call's own processes; abstract Unix sockets only of the \
+             call's own processes; no TIOCSTI or TIOCLINUX; with the network off, only \
+             Unix and netlink sockets (--network adds internet sockets, nothing else)\n",
+            list(&guard.hide),
+            list(&guard.allow_read),
+            list(&guard.protect),
+            list(&guard.socket_dirs),
+            list(&guard.sockets),
+        );
         for mode in [Mode::WorkspaceWrite, Mode::ReadOnly] {
             if let Some(gap) = self.gap(mode) {
                 text += &format!("Warning: {gap}.\n");
             }
+        }
+        for gap in self.guard_gaps(Mode::WorkspaceWrite) {
+            text += &format!("Warning: {gap}.\n");
         }
         text
     }
@@ -209,20 +378,42 @@ mod tests {
         let full = Support {
             landlock_abi: Some(7),
             seccomp: true,
+            namespaces: true,
+            root: true,
         };
         assert_eq!(full.gap(Mode::WorkspaceWrite), None);
         let none = Support {
             landlock_abi: None,
             seccomp: false,
+            namespaces: false,
+            root: false,
         };
         assert_eq!(none.gap(Mode::Off), None);
         let gap = none.gap(Mode::ReadOnly).unwrap();
         assert!(gap.contains("Landlock") && gap.contains("seccomp"), "{gap}");
-        let report = none.report(&[]);
+        let report = none.report(&[], &Guard::default());
         assert!(report.contains("Landlock: no"), "{report}");
         assert!(report.contains("Warning:"), "{report}");
-        let report = full.report(&[PathBuf::from("/w")]);
+        assert!(
+            report.contains("refuses unprivileged user namespaces"),
+            "{report}"
+        );
+        assert!(!report.contains("running as root"), "{report}");
+        let guard = Guard {
+            hide: vec![PathBuf::from("/h/.aws")],
+            sockets: vec![PathBuf::from("/run/agent.sock")],
+            ..Guard::default()
+        };
+        let report = full.report(&[PathBuf::from("/w")], &guard);
         assert!(report.contains("ABI version 7") && report.contains("under /w"));
-        assert!(!report.contains("Warning:"));
+        assert!(report.contains("/h/.aws") && report.contains("/run/agent.sock"));
+        assert!(report.contains("every capability is dropped"), "{report}");
+        assert!(!report.contains("Warning:"), "{report}");
+        let old = Support {
+            landlock_abi: Some(5),
+            ..full
+        };
+        assert_eq!(old.guard_gaps(Mode::ReadOnly).len(), 1);
+        assert!(old.guard_gaps(Mode::Off).is_empty());
     }
 }

@@ -443,7 +443,7 @@ fn tool_side(socket: &OwnedFd) -> ExitCode {
             libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0);
         }
     }
-    if let Err(e) = exec::build_fence(&parsed.fence, parsed.best_effort) {
+    if let Err(e) = exec::fence_tool(&parsed.fence, parsed.best_effort) {
         return exec_failure(&e);
     }
     exec::run_tool(&parsed)

@@ -287,8 +287,7 @@ pub(super) fn serve(socket: RawFd, fence_args: &[OsString], host: libc::pid_t) -
         Err(e) => return setup_failed(&e),
     };
     let before = identities(&fence.writable);
-    if let Err(e) = exec::build_fence(&fence, best_effort).and_then(|()| seccomp::deny_processes())
-    {
+    if let Err(e) = exec::fence_tool(&fence, best_effort).and_then(|()| seccomp::deny_processes()) {
         return setup_failed(&e);
     }
     // A directory replaced while the fence was built: the fence may hold

@@ -858,4 +858,5 @@ fn sandbox_check_says_what_the_kernel_supports() {
     }
 }
 
+mod ways_out;
 mod worker;

@@ -1,0 +1,671 @@
+//! The call's own view of the file system (decisions 72, 75, 76; decision
+//! 57 says why this design). Landlock grants rights beneath a directory and
+//! never takes one back beneath it, and it does not see `connect` to a
+//! socket's path; so before the fence is built, the tool's process enters
+//! a user and mount namespace of its own (unprivileged, as bubblewrap
+//! does: the user keeps its uid, uid 0 included, mapped to itself), where:
+//!
+//! - each secret path (`Guard::hide`) is covered by an empty, read-only
+//!   mount of mode 000: a directory by an empty directory, anything else
+//!   by an empty file. Once the capabilities are dropped (`caps`), reading
+//!   it fails with EACCES. A path given back (`allow_read`) that lies
+//!   inside a secret directory is left uncovered and its siblings covered
+//!   one by one (`~/.ssh/known_hosts` inside `~/.ssh`);
+//! - each protected path (`Guard::protect`, and each writable directory's
+//!   `.git/hooks` and `.git/config`) that lies in a writable directory is
+//!   bound read-only onto itself: writes fail with EROFS while the rest of
+//!   the directory stays writable;
+//! - each Unix socket bound at the call's start outside the workspace
+//!   (`/proc/net/unix`, the well-known daemon sockets, the sockets under
+//!   `Guard::socket_dirs`) is covered the same way, so `connect` fails with
+//!   EACCES; the sockets of `Guard::sockets` stay reachable. Sockets the
+//!   call makes itself are not covered (they do not exist yet).
+//!
+//! Mounts made here are locked to this namespace: a tool that makes a
+//! nested namespace cannot remove them. The mounts are made with the new
+//! mount API (`open_tree`, `move_mount`, `mount_setattr`), one source tree
+//! of two inodes per call.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use super::{Fence, Mode};
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+const MOUNT_ATTR_RDONLY: u64 = 1;
+const MOUNT_ATTR_NOSUID: u64 = 2;
+const MOUNT_ATTR_NODEV: u64 = 4;
+const MOUNT_ATTR_NOEXEC: u64 = 8;
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+
+/// `struct mount_attr`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Daemon sockets that are often served from another network namespace
+/// (the container's host), so `/proc/net/unix` does not list them: each of
+/// them runs commands outside any sandbox.
+const WELL_KNOWN_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/snapd.socket",
+];
+
+/// Writable directories shared with every other program: a socket found
+/// there at the call's start was made outside the call (a terminal
+/// multiplexer's, an agent's), so it is covered like one outside.
+const SHARED_TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Whether this kernel lets this process make a user and mount namespace
+/// (asked in a short-lived child, so this process stays as it is).
+pub fn available() -> bool {
+    // SAFETY: the child only calls unshare and _exit, which are safe after
+    // fork even in a multi-threaded process.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+        if pid < 0 {
+            return false;
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+/// Enters the call's namespace and makes its mounts, when there is
+/// anything to cover. This process must be single-threaded (the kernel's
+/// rule for a new user namespace).
+pub fn enter(fence: &Fence) -> Result<(), String> {
+    let plan = Plan::of(fence);
+    if plan == Plan::default() {
+        // Nothing to cover: a namespace would cost its making and its end
+        // (about 0.2 ms) for nothing.
+        return Ok(());
+    }
+    // SAFETY: plain calls on this process.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // SAFETY: unshare changes only this process's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+        return Err(format!(
+            "cannot make the call's user and mount namespace: {} (the kernel refuses \
+             unprivileged namespaces)",
+            io::Error::last_os_error()
+        ));
+    }
+    map_ids(uid, gid)?;
+    plan.apply()?;
+    // A working directory inside a path just mounted over still points
+    // below the mount (run from `~/.config/ikigai`, it would write there):
+    // entering it again by name puts it on top.
+    if let Ok(dir) = std::env::current_dir() {
+        std::env::set_current_dir(&dir)
+            .map_err(|e| format!("cannot enter {} again: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Maps the user's own uid and gid to themselves in the new namespace.
+fn map_ids(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), String> {
+    // A non-dumpable process's /proc files belong to root, and an ordinary
+    // user could not write its own maps: dumpable for these three writes,
+    // before any code of the tool runs.
+    // SAFETY: prctl only reads and sets this process's dumpable flag.
+    let was = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+    if was != 1 {
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
+    }
+    let result = (|| {
+        write("/proc/self/uid_map", &format!("{uid} {uid} 1\n"))?;
+        write("/proc/self/setgroups", "deny")?;
+        write("/proc/self/gid_map", &format!("{gid} {gid} 1\n"))
+    })();
+    if was != 1 {
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    }
+    result
+}
+
+fn write(path: &str, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
+/// What one call's namespace covers, found before it is made.
+#[derive(Debug, Default, PartialEq)]
+struct Plan {
+    read_only: Vec<PathBuf>,
+    hide_dirs: Vec<PathBuf>,
+    hide_files: Vec<PathBuf>,
+}
+
+impl Plan {
+    fn of(fence: &Fence) -> Plan {
+        let guard = &fence.guard;
+        let mut plan = Plan::default();
+        let writable: Vec<PathBuf> = match fence.mode {
+            Mode::WorkspaceWrite => fence
+                .writable
+                .iter()
+                .map(|w| w.canonicalize().unwrap_or_else(|_| w.clone()))
+                .collect(),
+            Mode::ReadOnly | Mode::Off => Vec::new(),
+        };
+        // Read-only: only what a writable directory holds (Landlock refuses
+        // writes everywhere else already).
+        let mut protect = guard.protect.clone();
+        for dir in &writable {
+            protect.extend(git_paths(dir));
+        }
+        for path in protect {
+            if let Ok(real) = path.canonicalize() {
+                if writable.iter().any(|w| real.starts_with(w)) && !plan.read_only.contains(&real) {
+                    plan.read_only.push(real);
+                }
+            }
+        }
+        for path in &guard.hide {
+            plan.hide(path, &guard.allow_read);
+        }
+        let workspace: Vec<&PathBuf> = writable
+            .iter()
+            .filter(|w| !SHARED_TEMP.iter().any(|t| Path::new(t) == w.as_path()))
+            .collect();
+        for socket in sockets(&guard.socket_dirs) {
+            let allowed = guard
+                .sockets
+                .iter()
+                .any(|a| *a == socket || a.canonicalize().is_ok_and(|a| a == socket));
+            let in_socket_dir = guard.socket_dirs.iter().any(|d| socket.starts_with(d));
+            let in_workspace = workspace.iter().any(|w| socket.starts_with(w));
+            if !allowed && (in_socket_dir || !in_workspace) && !plan.hide_files.contains(&socket) {
+                plan.hide_files.push(socket);
+            }
+        }
+        plan
+    }
+
+    /// Covers `path`, or, when a path given back lies inside it, each of
+    /// its entries that is not given back.
+    fn hide(&mut self, path: &Path, allow: &[PathBuf]) {
+        let Ok(real) = path.canonicalize() else {
+            return;
+        };
+        if allow.iter().any(|a| a == path || *a == real) {
+            return;
+        }
+        let is_dir = real.is_dir();
+        let inside = allow
+            .iter()
+            .any(|a| a.starts_with(path) || a.starts_with(&real));
+        if is_dir && inside {
+            if let Ok(entries) = std::fs::read_dir(&real) {
+                for entry in entries.flatten() {
+                    self.hide(&path.join(entry.file_name()), allow);
+                }
+            }
+            return;
+        }
+        let list = if is_dir {
+            &mut self.hide_dirs
+        } else {
+            &mut self.hide_files
+        };
+        if !list.contains(&real) {
+            list.push(real);
+        }
+    }
+
+    fn apply(&self) -> Result<(), String> {
+        for path in &self.read_only {
+            bind_read_only(path)?;
+        }
+        if self.hide_dirs.is_empty() && self.hide_files.is_empty() {
+            return Ok(());
+        }
+        let cover = Cover::new()?;
+        let mut dirs = self.hide_dirs.iter();
+        // The cover's own tree goes over the first directory: a detached
+        // mount that is closed is unmounted, and an unmount waits for an
+        // RCU grace period (milliseconds on a busy machine), while a tree
+        // attached here goes with the namespace.
+        let attached = match dirs.next() {
+            Some(first) => cover.attach(first)?,
+            None => false,
+        };
+        if !attached {
+            cover.attach_aside()?;
+        }
+        for path in dirs {
+            cover.over(path, true)?;
+        }
+        for path in &self.hide_files {
+            cover.over(path, false)?;
+        }
+        Ok(())
+    }
+}
+
+/// A writable directory's repository files that run code later: its
+/// `.git/hooks` (made when missing, as `git init` makes it, so that it can
+/// be covered) and `.git/config`.
+fn git_paths(dir: &Path) -> Vec<PathBuf> {
+    let git = dir.join(".git");
+    if !git.is_dir() {
+        return Vec::new();
+    }
+    let hooks = git.join("hooks");
+    if !hooks.exists() {
+        let _ = std::fs::create_dir(&hooks);
+    }
+    vec![hooks, git.join("config")]
+}
+
+/// The Unix sockets bound when the call starts: every path in
+/// `/proc/net/unix` (this network namespace's), the well-known daemon
+/// sockets, and the sockets up to two levels under `socket_dirs`.
+fn sockets(socket_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut candidates: Vec<PathBuf> = WELL_KNOWN_SOCKETS.iter().map(PathBuf::from).collect();
+    if let Ok(table) = std::fs::read("/proc/net/unix") {
+        // "Num RefCount Protocol Flags Type St Inode Path": the path is
+        // what follows the seventh field; abstract names start with '@'.
+        for line in table.split(|&b| b == b'\n').skip(1) {
+            let mut rest = line;
+            for _ in 0..7 {
+                let at = rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
+                rest = &rest[at..];
+                let end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+                rest = &rest[end..];
+            }
+            let path = rest.strip_prefix(b" ").unwrap_or(rest);
+            if path.first() == Some(&b'/') {
+                candidates.push(PathBuf::from(std::ffi::OsStr::from_bytes(path)));
+            }
+        }
+    }
+    for dir in socket_dirs {
+        walk(dir, 2, &mut candidates);
+    }
+    for path in candidates {
+        let is_socket = std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if is_socket {
+            let real = path.canonicalize().unwrap_or(path);
+            if !found.contains(&real) {
+                found.push(real);
+            }
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        match entry.file_type() {
+            Ok(t) if t.is_socket() => out.push(entry.path()),
+            Ok(t) if t.is_dir() && depth > 1 => walk(&entry.path(), depth - 1, out),
+            _ => {}
+        }
+    }
+}
+
+fn c_path(path: &Path) -> Result<CString, String> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("path holds a NUL byte: {}", path.display()))
+}
+
+fn last_error(what: &str, path: &Path) -> String {
+    format!(
+        "cannot {what} {}: {}",
+        path.display(),
+        io::Error::last_os_error()
+    )
+}
+
+/// Whether the last error says the path went away meanwhile (then there is
+/// nothing left to cover).
+fn vanished() -> bool {
+    io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
+}
+
+/// Binds `path` read-only onto itself (with what is mounted beneath it).
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    let c = c_path(path)?;
+    // SAFETY: syscalls on valid C strings and descriptors this function
+    // opens and closes; the attribute struct is valid for its size.
+    unsafe {
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        ) as libc::c_int;
+        if tree < 0 {
+            return if vanished() {
+                Ok(())
+            } else {
+                Err(last_error("bind", path))
+            };
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let result = if libc::syscall(
+            libc::SYS_mount_setattr,
+            tree,
+            c"".as_ptr(),
+            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) != 0
+        {
+            Err(last_error("make read-only", path))
+        } else if libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ) != 0
+        {
+            Err(last_error("mount read-only over", path))
+        } else {
+            Ok(())
+        };
+        libc::close(tree);
+        result
+    }
+}
+
+/// The source of the covers: a detached, read-only tmpfs whose root is an
+/// empty directory of mode 000 holding one empty file of mode 000.
+struct Cover {
+    mount: libc::c_int,
+}
+
+impl Cover {
+    fn new() -> Result<Cover, String> {
+        let fail = |what: &str| {
+            format!(
+                "cannot make the cover for hidden paths ({what}): {}",
+                io::Error::last_os_error()
+            )
+        };
+        // SAFETY: syscalls on valid C strings and descriptors this function
+        // opens; the attribute struct is valid for its size.
+        unsafe {
+            let fs =
+                libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as libc::c_int;
+            if fs < 0 {
+                return Err(fail("fsopen"));
+            }
+            let configured = [(c"mode", c"000"), (c"size", c"4k"), (c"nr_inodes", c"4")]
+                .iter()
+                .all(|(key, value)| {
+                    libc::syscall(
+                        libc::SYS_fsconfig,
+                        fs,
+                        FSCONFIG_SET_STRING,
+                        key.as_ptr(),
+                        value.as_ptr(),
+                        0,
+                    ) == 0
+                })
+                && libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs,
+                    FSCONFIG_CMD_CREATE,
+                    std::ptr::null::<libc::c_char>(),
+                    std::ptr::null::<libc::c_char>(),
+                    0,
+                ) == 0;
+            if !configured {
+                libc::close(fs);
+                return Err(fail("fsconfig"));
+            }
+            let mount = libc::syscall(
+                libc::SYS_fsmount,
+                fs,
+                FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            ) as libc::c_int;
+            libc::close(fs);
+            if mount < 0 {
+                return Err(fail("fsmount"));
+            }
+            let cover = Cover { mount };
+            let file = libc::openat(
+                mount,
+                c"f".as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0,
+            );
+            if file < 0 {
+                return Err(fail("its file"));
+            }
+            libc::close(file);
+            let attr = MountAttr {
+                attr_set: MOUNT_ATTR_RDONLY,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            if libc::syscall(
+                libc::SYS_mount_setattr,
+                mount,
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH as libc::c_uint,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
+            {
+                return Err(fail("read-only"));
+            }
+            Ok(cover)
+        }
+    }
+
+    /// Moves the cover's own tree over the directory `target`; false when
+    /// the directory went away meanwhile.
+    fn attach(&self, target: &Path) -> Result<bool, String> {
+        let c = c_path(target)?;
+        // SAFETY: move_mount of the descriptor this struct owns onto a valid
+        // C string path.
+        let moved = unsafe {
+            libc::syscall(
+                libc::SYS_move_mount,
+                self.mount,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            )
+        } == 0;
+        match (moved, vanished()) {
+            (true, _) => Ok(true),
+            (false, true) => Ok(false),
+            (false, false) => Err(last_error("cover", target)),
+        }
+    }
+
+    /// Attaches the cover's own tree where nothing sees it: over `/dev`,
+    /// with `/dev` as it was put back on top (a clone of it, submounts
+    /// included), so the call's `/dev` is unchanged. `/dev` because it
+    /// always exists and no call's working directory lies in it (a working
+    /// directory inside a directory mounted over would stay below).
+    fn attach_aside(&self) -> Result<(), String> {
+        let dev = Path::new("/dev");
+        // SAFETY: open_tree and move_mount on valid C strings and on
+        // descriptors this function or struct owns; the clone is closed
+        // once it is attached.
+        unsafe {
+            let original = libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                c"/dev".as_ptr(),
+                OPEN_TREE_CLONE
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_RECURSIVE as libc::c_uint,
+            ) as libc::c_int;
+            if original < 0 {
+                return Err(last_error("clone", dev));
+            }
+            let result = if !self.attach(dev)? {
+                Err(last_error("cover", dev))
+            } else if libc::syscall(
+                libc::SYS_move_mount,
+                original,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c"/dev".as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) != 0
+            {
+                Err(last_error("put back", dev))
+            } else {
+                Ok(())
+            };
+            libc::close(original);
+            result
+        }
+    }
+
+    /// Mounts the empty directory (or file) over `target`.
+    fn over(&self, target: &Path, dir: bool) -> Result<(), String> {
+        let c = c_path(target)?;
+        let (source, flags) = if dir {
+            (c"", libc::AT_EMPTY_PATH as libc::c_uint)
+        } else {
+            (c"f", 0)
+        };
+        // SAFETY: syscalls on valid C strings and descriptors; the clone is
+        // closed before returning.
+        unsafe {
+            let tree = libc::syscall(
+                libc::SYS_open_tree,
+                self.mount,
+                source.as_ptr(),
+                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | flags,
+            ) as libc::c_int;
+            if tree < 0 {
+                return Err(last_error("cover", target));
+            }
+            let moved = libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) == 0;
+            let result = if moved || vanished() {
+                Ok(())
+            } else {
+                Err(last_error("cover", target))
+            };
+            libc::close(tree);
+            result
+        }
+    }
+}
+
+impl Drop for Cover {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this struct owns.
+        unsafe {
+            libc::close(self.mount);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Guard;
+
+    #[test]
+    fn the_plan_covers_secrets_keeps_what_is_given_back_and_protects_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let ws = root.join("ws");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        for f in [
+            ".ssh/id_ed25519",
+            ".ssh/known_hosts",
+            ".ssh/config",
+            ".netrc",
+        ] {
+            std::fs::write(home.join(f), "x").unwrap();
+        }
+        std::fs::write(ws.join(".git/config"), "x").unwrap();
+        std::fs::write(ws.join(".bashrc"), "x").unwrap();
+        let fence = Fence {
+            mode: Mode::WorkspaceWrite,
+            writable: vec![ws.clone()],
+            network: false,
+            guard: Guard {
+                hide: vec![
+                    home.join(".ssh"),
+                    home.join(".aws"),
+                    home.join(".netrc"),
+                    home.join(".gnupg"),
+                ],
+                allow_read: vec![home.join(".ssh/known_hosts"), home.join(".ssh/config")],
+                protect: vec![ws.join(".bashrc"), home.join(".profile")],
+                ..Guard::default()
+            },
+        };
+        let plan = Plan::of(&fence);
+        assert_eq!(plan.hide_dirs, [home.join(".aws")]);
+        assert!(plan.hide_files.contains(&home.join(".ssh/id_ed25519")));
+        assert!(plan.hide_files.contains(&home.join(".netrc")));
+        assert!(!plan.hide_files.contains(&home.join(".ssh/known_hosts")));
+        assert!(!plan.hide_files.contains(&home.join(".ssh/config")));
+        // The hooks directory is made so that it can be covered.
+        assert_eq!(
+            plan.read_only,
+            [
+                ws.join(".bashrc"),
+                ws.join(".git/hooks"),
+                ws.join(".git/config")
+            ]
+        );
+        // read-only mode has nothing writable to protect.
+        let ro = Plan::of(&Fence {
+            mode: Mode::ReadOnly,
+            ..fence
+        });
+        assert!(ro.read_only.is_empty());
+    }
+}
