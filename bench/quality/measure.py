@@ -146,7 +146,9 @@ def ours(web_fetch, names):
 def mcp(python, names):
     paths = [os.path.join(PAGES, n, "page.html") for n in names]
     p = subprocess.run([python, "-c", MCP_SNIPPET, *paths], capture_output=True, check=True)
-    got = json.loads(p.stdout)
+    # The JSON is the last line: readabilipy may say something first (it
+    # installs Readability.js's node modules on its first run).
+    got = json.loads(p.stdout.strip().splitlines()[-1])
     return {n: got[path] for n, path in zip(names, paths)}
 
 
