@@ -2,26 +2,33 @@
 //! writes anything. The `<title>`, the `<base href>`, the element that
 //! marks the main content (the first `<main>`, else the first
 //! `role="main"`, else the page's only `<article>`), and the blocks of the
-//! main content that are made of links (decision 74 in docs/decisions.md):
-//! a list, table, `div`, `section`, ... holding at least `MIN_LINKS`
-//! links whose text is more than half of its text. Navigation boxes, "see
-//! also" lists, tag clouds, share bars and tables of contents are such
-//! blocks; the second pass leaves them out.
+//! main content made of links, which the second pass leaves out (decision
+//! 74 in docs/decisions.md, the rule in docs/web-fetch.md):
+//!
+//! > A block of the main content (a list, an item, a paragraph, a table, a
+//! > `div`, a `section`, ...) holding at least `MIN_LINKS` links whose text
+//! > is more than half of its text is left out, unless it holds more than
+//! > half of the main content's text outside links.
+//!
+//! Navigation boxes, "see also" lists, tag clouds, share bars, tables of
+//! contents and lists of names are such blocks. A block that holds most of
+//! the text outside links holds the article itself, however many links
+//! surround it: it stays, and the blocks inside it are looked at instead.
+//!
+//! The rule's edges: a data table (two columns or more, no table in its
+//! cells: the converter writes it as a GFM table) and everything in it are
+//! data, never left out, however many download links its rows hold; and
+//! when what would remain is less than a quarter of the main content's
+//! text, the links are the page itself (a sitemap, a link directory) and
+//! none is left out.
 //!
 //! A block's link density is known only at its end, and the converter
 //! writes as it goes, so this pass measures every block, with the same
 //! stack of open elements as the converter (`tags::kept_before_start`,
 //! `tags::closed_by_end`), and hands on the start tags of the blocks to
 //! leave out, counted in document order as the converter counts them. The
-//! counts are running totals (text, link text, links) read at a block's
-//! start and end, so a block costs the same at any depth.
-//!
-//! The rule's edges: a data table (two columns or more, no table in its
-//! cells, which the converter writes as a GFM table) and everything in it
-//! are data, never left out, however many download links its rows hold;
-//! and when the blocks to leave out hold more than half of the main
-//! content's text, they are the page itself (a sitemap, a link directory)
-//! and none is left out.
+//! counts are running totals (bytes of text, of link text, links) read at
+//! a block's start and end, so a block costs the same at any depth.
 
 use memchr::memmem;
 
@@ -83,23 +90,41 @@ struct Span {
     start: usize,
     end: usize,
     text: usize,
+    link_text: usize,
 }
 
 impl Span {
+    /// The text that is not link text.
+    fn other_text(&self) -> usize {
+        self.text - self.link_text
+    }
+
     fn holds(&self, other: &Span) -> bool {
         self.start <= other.start && other.end <= self.end
     }
 }
 
-/// The blocks the rule looks at: lists, tables, and the generic blocks
-/// (`div`, `section`, `aside`, `header`, `footer`, `form`, `figure`,
-/// `details`, ...). Paragraphs, items, headings, quotes and code are text
-/// and never left out whole.
+/// The blocks the rule looks at: every block but the page's frame
+/// (`html`, `body`, `main`, `article`), headings, code blocks and the
+/// parts of a table (a table goes whole or not at all).
 fn is_candidate(tag: Tag) -> bool {
-    matches!(
-        tag,
-        Tag::Ul | Tag::Ol | Tag::Dl | Tag::Table | Tag::Block | Tag::Details
-    )
+    tag.is_block()
+        && !matches!(
+            tag,
+            Tag::Html
+                | Tag::Body
+                | Tag::Main
+                | Tag::Article
+                | Tag::Heading(_)
+                | Tag::Pre
+                | Tag::Hr
+                | Tag::Caption
+                | Tag::TableSection
+                | Tag::Tr
+                | Tag::Td
+                | Tag::Th
+                | Tag::Dt
+        )
 }
 
 #[derive(Default)]
@@ -190,6 +215,7 @@ impl<'a> Pass<'a> {
                 start: open.ordinal,
                 end: self.ordinal,
                 text: self.totals.text - open.at_start.text,
+                link_text: self.totals.link_text - open.at_start.link_text,
             };
             for (watched, slot) in self.watched.iter().zip(&mut self.watched_spans) {
                 if *watched == Some(open.ordinal) {
@@ -201,19 +227,22 @@ impl<'a> Pass<'a> {
                 self.data_tables.push(span);
             } else if is_candidate(open.tag) {
                 let links = self.totals.links - open.at_start.links;
-                let link_text = self.totals.link_text - open.at_start.link_text;
-                if links >= MIN_LINKS && link_text * 2 > span.text {
+                if links >= MIN_LINKS && span.link_text * 2 > span.text {
                     self.dense.push(span);
                 }
             }
         }
     }
 
-    /// The outermost dense blocks inside `scope` and outside every data
-    /// table, unless they hold more than half of its text.
+    /// The outermost dense blocks inside `scope`, outside every data table
+    /// and holding at most half of its text outside links; none when what
+    /// would remain is under a quarter of its text.
     fn dropped(mut self, scope: Span) -> Vec<usize> {
         self.dense.retain(|d| {
-            d.start > scope.start && scope.holds(d) && !self.data_tables.iter().any(|t| t.holds(d))
+            d.start > scope.start
+                && scope.holds(d)
+                && d.other_text() * 2 <= scope.other_text()
+                && !self.data_tables.iter().any(|t| t.holds(d))
         });
         self.dense.sort_unstable_by_key(|d| d.start);
         let mut outermost: Vec<Span> = Vec::new();
@@ -223,7 +252,9 @@ impl<'a> Pass<'a> {
             }
         }
         let text: usize = outermost.iter().map(|d| d.text).sum();
-        if text * 2 > scope.text {
+        // What would remain is under a quarter of the text: the links are
+        // the page (a sitemap, a directory), not boxes in it.
+        if (scope.text - text.min(scope.text)) * 4 < scope.text {
             return Vec::new();
         }
         outermost.iter().map(|d| d.start).collect()
@@ -300,6 +331,7 @@ impl Survey {
                 start: 0,
                 end: usize::MAX,
                 text: pass.totals.text,
+                link_text: pass.totals.link_text,
             });
         survey.dropped = pass.dropped(scope);
         survey

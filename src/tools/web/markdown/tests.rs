@@ -610,14 +610,41 @@ fn the_rule_s_edges_four_links_and_half_the_text() {
     };
     assert!(md(&block("abcd")).contains("[abcd](https://example.com/l/4)"));
     assert!(!md(&block("abcde")).contains("abcde"));
-    // A paragraph is text, never left out whole, however many links.
-    let para = format!(
+    // A paragraph of links (a tag line) goes; a paragraph of prose with as
+    // many links stays.
+    let tags = format!(
         "<main>{ARTICLE}<p>{}</p></main>",
         (0..6)
-            .map(|i| format!("<a href=\"/p/{i}\">source {i}</a> "))
+            .map(|i| format!("<a href=\"/p/{i}\">tag {i}</a> "))
             .collect::<String>()
     );
-    assert!(md(&para).contains("[source 5](https://example.com/p/5)"));
+    assert!(!md(&tags).contains("tag"));
+    let prose = format!(
+        "<main>{ARTICLE}<p>{}</p></main>",
+        (0..6)
+            .map(|i| format!("Claim number {i} rests on <a href=\"/p/{i}\">this</a>. "))
+            .collect::<String>()
+    );
+    assert!(md(&prose).contains("Claim number 5 rests on [this](https://example.com/p/5)."));
+}
+
+#[test]
+fn a_block_holding_the_article_stays_and_its_link_boxes_go() {
+    // A page without a main element whose wrapper is mostly links (menus,
+    // footers, a long list of names): the wrapper holds the article's
+    // text, so it stays, and the link boxes inside it go.
+    let article = ARTICLE.repeat(6);
+    let names: String = (0..100)
+        .map(|i| format!("<a href=\"/users/{i}\">reader{i}</a>, "))
+        .collect();
+    let page = format!(
+        "<body><div id=\"wrap\"><ul>{}</ul>{article}<p class=\"kudos\">{names}</p>\
+         <div class=\"footer\"><ul>{}</ul></div></div></body>",
+        link_items(12, "menu"),
+        link_items(9, "footer")
+    );
+    let out = md(&page);
+    assert_eq!(out, md(&format!("<body>{article}</body>")), "{out}");
 }
 
 #[test]
@@ -705,13 +732,27 @@ fn a_page_made_of_links_keeps_them() {
     );
     let out = md(&directory);
     assert!(out.contains("[a 9](") && out.contains("[b 9]("), "{out}");
-    // Link-dense blocks holding half the text or less still go.
+    // What remains is the page's text when it is a quarter of it or more:
+    // then the link-dense blocks go.
     let half = format!(
         "<main><p>{}</p><ul>{}</ul></main>",
         "word ".repeat(40),
         link_items(10, "n")
     );
     assert!(!md(&half).contains("]("));
+    // The edge: ten links of 9 bytes (90) beside 30 bytes of text leave a
+    // quarter and go; beside 29 bytes, less than a quarter, and stay.
+    let edge = |own: usize| {
+        let links: String = (0..10)
+            .map(|i| format!("<li><a href=\"/e/{i}\">link{i:05}</a></li>"))
+            .collect();
+        md(&format!(
+            "<main><p>{}</p><ul>{links}</ul></main>",
+            "y".repeat(own)
+        ))
+    };
+    assert_eq!(edge(30), "y".repeat(30));
+    assert!(edge(29).ends_with("* [link00009](https://example.com/e/9)"));
 }
 
 #[test]
