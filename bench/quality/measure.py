@@ -70,7 +70,8 @@ def scores(expected, answer):
 
 
 # HTML elements' names: a tag of one of them outside code is raw HTML the
-# converter let through (`Vec<T>` or `<https://...>` are not).
+# converter let through (`Vec<T>`, `<https://...>` or an escaped `\\<em>`
+# are not).
 ELEMENTS = ("a abbr address area article aside audio b base bdi bdo blockquote body br button "
             "canvas caption center cite code col colgroup data datalist dd del details dfn "
             "dialog div dl dt em embed fieldset figcaption figure font footer form h1 h2 h3 "
@@ -79,7 +80,7 @@ ELEMENTS = ("a abbr address area article aside audio b base bdi bdo blockquote b
             "output p param picture pre progress q rp rt ruby s samp script section select "
             "small source span strike strong style sub summary sup svg table tbody td "
             "template textarea tfoot th thead time title tr track tt u ul var video wbr")
-TAG = re.compile(r"</?(?:" + "|".join(ELEMENTS.split()) + r")(?:\s[^<>]*)?/?>", re.I)
+TAG = re.compile(r"(?<!\\)</?(?:" + "|".join(ELEMENTS.split()) + r")(?:\s[^<>]*)?/?>", re.I)
 CODE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$|(`+).+?\2", re.S | re.M)
 
 

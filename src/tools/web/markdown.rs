@@ -1,9 +1,9 @@
 //! HTML to markdown for web_fetch: what a model reads best, in one pass.
 //!
 //! Two passes over the page's tokens (`tokenizer`), no tree: the first
-//! finds the title, `<base href>` and the element that marks the main
-//! content (`<main>`, else `role="main"`, else the only `<article>`); the
-//! second keeps a stack of the open elements, closes the ones HTML closes
+//! (`survey`) finds the title, `<base href>`, the element that marks the
+//! main content (`<main>`, else `role="main"`, else the only `<article>`)
+//! and the link boxes inside it (decision 74); the second keeps a stack of the open elements, closes the ones HTML closes
 //! by itself (`<p>` before a block, `<li>` before the next item, cells
 //! before the next row), and writes markdown as elements open and close
 //! (`writer`), handing it on in pieces as it goes (`Plan::write`).
@@ -13,7 +13,8 @@
 //!
 //! When the page marks its main content, only what is inside it is
 //! written: navigation, headers, footers, asides, forms and banners
-//! outside it are left out. Everywhere, elements that are not content are
+//! outside it are left out; inside it, the blocks made of links that the
+//! first pass names are left out too. Everywhere, elements that are not content are
 //! left out with their text: scripts, styles, templates, `<nav>`, forms'
 //! buttons and selects, SVG and MathML, and elements the page hides
 //! (`hidden`, `aria-hidden="true"`, `display: none`).
@@ -25,8 +26,8 @@
 //! `<dl>`; `![alt](url)` images, iframes and media as links; `<br>` as a
 //! hard break; no HTML at all. Links and images are absolute (against the
 //! page's URL or its `<base href>`), written as the page wrote them; links
-//! without `href`, `javascript:` links and `data:` URIs keep only their
-//! text.
+//! without `href`, `javascript:` links, links to a place in the page and
+//! `data:` URIs keep only their text.
 
 use std::borrow::Cow;
 
@@ -305,6 +306,12 @@ impl<'a> Converter<'a> {
         // A non-breaking space written as `&nbsp;` separates like a space.
         if scratch.contains('\u{a0}') {
             scratch = scratch.replace('\u{a0}', " ");
+        }
+        // `&lt;em&gt;` is text on the page; in markdown `<em>` would be
+        // raw HTML, so a `<` that could open a tag is escaped (not in a
+        // code span, where a backslash would show).
+        if self.code == 0 && scratch.contains('<') {
+            scratch = escape_tags(&scratch);
         }
         self.writer().text(&scratch);
         self.scratch = scratch;
@@ -744,6 +751,24 @@ fn media_label(tag: Tag) -> &'static str {
         Tag::Iframe => "Embedded page",
         _ => "Embedded content",
     }
+}
+
+/// Text with every `<` that could start an HTML tag, comment or
+/// declaration (`<a`, `</`, `<!`, `<?`) written `\<`.
+fn escape_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        let next = rest[i + 1..].bytes().next();
+        if next.is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'/' | b'!' | b'?')) {
+            out.push('\\');
+        }
+        out.push('<');
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Link and image text: brackets escaped so they cannot end it early.

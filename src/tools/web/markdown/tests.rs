@@ -819,3 +819,14 @@ fn a_link_around_a_heading_keeps_it_a_heading() {
         "## [Title](https://example.com/p)"
     );
 }
+
+#[test]
+fn tags_written_as_text_stay_text() {
+    assert_eq!(
+        md(
+            "<p>Allowed: &lt;em&gt; &lt;/p&gt; &lt;!-- x --&gt; a &lt; b, 1&lt;2 \
+            <code>&lt;div&gt;</code></p>"
+        ),
+        "Allowed: \\<em> \\</p> \\<!-- x --> a < b, 1<2 `<div>`"
+    );
+}
