@@ -70,7 +70,7 @@ def scores(expected, answer):
 
 
 # HTML elements' names: a tag of one of them outside code is raw HTML the
-# converter let through (`Vec<T>`, `<https://...>` or an escaped `\\<em>`
+# converter let through (`Vec<T>`, `<https://...>` or an escaped `\<em>`
 # are not).
 ELEMENTS = ("a abbr address area article aside audio b base bdi bdo blockquote body br button "
             "canvas caption center cite code col colgroup data datalist dd del details dfn "
