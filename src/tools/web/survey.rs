@@ -238,11 +238,19 @@ impl<'a> Pass<'a> {
     /// and holding at most half of its text outside links; none when what
     /// would remain is under a quarter of its text.
     fn dropped(mut self, scope: Span) -> Vec<usize> {
+        // Data tables hold no table, so they never nest: sorted by start,
+        // the one that could hold a block is the last to start before it.
+        self.data_tables.sort_unstable_by_key(|t| t.start);
+        let tables = &self.data_tables;
+        let in_data = |d: &Span| {
+            let before = tables.partition_point(|t| t.start <= d.start);
+            before > 0 && tables[before - 1].holds(d)
+        };
         self.dense.retain(|d| {
             d.start > scope.start
                 && scope.holds(d)
                 && d.other_text() * 2 <= scope.other_text()
-                && !self.data_tables.iter().any(|t| t.holds(d))
+                && !in_data(d)
         });
         self.dense.sort_unstable_by_key(|d| d.start);
         let mut outermost: Vec<Span> = Vec::new();

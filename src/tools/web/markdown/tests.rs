@@ -423,7 +423,8 @@ fn whitespace_and_markers() {
 fn hr_and_entities() {
     assert_eq!(
         md("<p>a &amp; b &lt;tag&gt; &copy; &#x1F600;</p><hr><p>c</p>"),
-        "a & b <tag> © 😀\n\n---\n\nc"
+        // `<tag>` is text: escaped, or markdown would read a tag.
+        "a & b \\<tag> © 😀\n\n---\n\nc"
     );
 }
 
@@ -829,4 +830,24 @@ fn tags_written_as_text_stay_text() {
         ),
         "Allowed: \\<em> \\</p> \\<!-- x --> a < b, 1<2 `<div>`"
     );
+}
+
+#[test]
+fn link_lists_between_data_tables_go_and_those_in_them_stay() {
+    let table = |i: usize, cell: &str| {
+        format!("<table><tr><th>Name {i}</th><th>Links</th></tr><tr><td>x</td><td>{cell}</td></tr></table>")
+    };
+    let mut page = format!("<main>{}", ARTICLE.repeat(6));
+    for i in 0..4 {
+        let inside = format!("<ul>{}</ul>", link_items(6, &format!("in{i}")));
+        page += &table(i, if i % 2 == 0 { &inside } else { "none" });
+        page += &format!("<ul>{}</ul>", link_items(6, &format!("out{i}")));
+    }
+    let out = md(&(page + "</main>"));
+    assert!(
+        out.contains("[in0 5](") && out.contains("[in2 5]("),
+        "{out}"
+    );
+    assert!(!out.contains("out"), "{out}");
+    assert_eq!(out.matches("| Name").count(), 4);
 }
