@@ -754,8 +754,11 @@ def bench_edit_big(t):
         if os.path.exists(path):
             os.unlink(path)
     what = f"one line of a {fmt_bytes(meta['bytes'])} file"
-    return [ratio_row("edit-big", what, m["ours"], "cp", m["peer"], 1.5),
-            ratio_row("edit-big", what, m["ours"], "cp + sync + mv", m["durable"], None),
+    # The target is the durable floor (what decision 7 promises, done by
+    # hand), measured here on ext4 without a journal, where nothing but
+    # our flushes orders the rename; plain cp is information.
+    return [ratio_row("edit-big", what, m["ours"], "cp + sync + mv", m["durable"], 1.5),
+            ratio_row("edit-big", what, m["ours"], "cp", m["peer"], None),
             memory_row("edit-big", "peak memory", peak)]
 
 
@@ -1056,7 +1059,9 @@ def bench_fetch(t):
 
 def bench_quality(t):
     """Recall, precision and tokens of web-fetch's markdown beside the MCP
-    fetch server's converter, on the stored pages of bench/quality."""
+    fetch server's converter, on the stored pages of bench/quality: a row
+    per page (information) and the corpus's row, whose target is all four
+    figures at once."""
     need_tool("web-fetch")
     exe = peers()
     python = mcp_python()
@@ -1064,29 +1069,36 @@ def bench_quality(t):
     import measure
     results = measure.measure(tool_path("web-fetch"), exe, python)
     rows = []
-    totals = {"ours": [0, 0, 0], "mcp": [0, 0, 0]}  # found words, expected words, tokens
+    # found words, expected words, answer words, tokens, pages with raw HTML
+    totals = {"ours": [0, 0, 0, 0, 0], "mcp": [0, 0, 0, 0, 0]}
     for r in results:
         o, m = r["ours"], r["mcp"]
         for who, v in (("ours", o), ("mcp", m)):
-            totals[who][0] += v["recall"] * r["expected_words"]
-            totals[who][1] += r["expected_words"]
-            totals[who][2] += v["tokens"]
+            for i, key in enumerate(("found", "expected", "answer_words", "tokens")):
+                totals[who][i] += v[key]
+            totals[who][4] += bool(v["raw_html"])
         ratio = o["tokens"] / max(1, m["tokens"])
-        ok = o["recall"] >= m["recall"] - 1e-9 and ratio <= 0.8
+        html = f", raw HTML {o['raw_html']}" if o["raw_html"] else ""
         rows.append(row("quality", f"{r['page']}: recall / precision / tokens",
-                        ours=f"{o['recall']:.3f} / {o['precision']:.3f} / {o['tokens']}",
+                        ours=f"{o['recall']:.3f} / {o['precision']:.3f} / {o['tokens']}{html}",
                         peer="MCP fetch",
                         peer_time=f"{m['recall']:.3f} / {m['precision']:.3f} / {m['tokens']}",
-                        ratio=f"{ratio:.2f}", target="recall ≥ peer, tokens ≤ 0.8 × peer",
-                        ok=ok, ours_recall=o["recall"], peer_recall=m["recall"],
+                        ratio=f"{ratio:.2f}", ours_recall=o["recall"], peer_recall=m["recall"],
+                        ours_precision=o["precision"], peer_precision=m["precision"],
                         ours_tokens=o["tokens"], peer_tokens=m["tokens"]))
-    (of, oe, ot), (mf, me, mt) = totals["ours"], totals["mcp"]
+    (of, oe, ow, ot, oh), (mf, me, mw, mt, mh) = totals["ours"], totals["mcp"]
+    recall, peer_recall = of / max(1, oe), mf / max(1, me)
+    precision, peer_precision = of / max(1, ow), mf / max(1, mw)
     ratio = ot / max(1, mt)
-    rows.append(row("quality", f"all {len(results)} pages: recall / tokens",
-                    ours=f"{of / oe:.3f} / {ot}", peer="MCP fetch",
-                    peer_time=f"{mf / me:.3f} / {mt}", ratio=f"{ratio:.2f}",
-                    target="recall ≥ peer, tokens ≤ 0.8 × peer",
-                    ok=of / oe >= mf / me - 1e-9 and ratio <= 0.8))
+    ok = (recall >= peer_recall - 1e-9 and precision >= peer_precision - 1e-9
+          and ratio <= 1.0 and oh == 0)
+    rows.append(row("quality", f"all {len(results)} pages: recall / precision / tokens / pages with raw HTML",
+                    ours=f"{recall:.3f} / {precision:.3f} / {ot} / {oh}", peer="MCP fetch",
+                    peer_time=f"{peer_recall:.3f} / {peer_precision:.3f} / {mt} / {mh}",
+                    ratio=f"{ratio:.2f}",
+                    target="recall ≥, precision ≥, tokens ≤ 1.0 × peer, no raw HTML",
+                    ok=ok, ours_recall=recall, peer_recall=peer_recall, ours_precision=precision,
+                    peer_precision=peer_precision, ours_tokens=ot, peer_tokens=mt))
     return rows
 
 

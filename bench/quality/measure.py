@@ -11,7 +11,8 @@ for each:
 - recall: the share of the expected article's words found in the answer
   (each word counted as often as it occurs, matched at most as often);
 - precision: the share of the answer's words that belong to the article;
-- tokens: the answer's size in o200k tokens (bench/peers).
+- tokens: the answer's size in o200k tokens (bench/peers);
+- raw HTML: how many HTML tags the answer holds outside code.
 
 Words are lowercase runs of letters and digits. Link and image destinations
 are removed from the markdown before words are counted (a URL is not
@@ -61,7 +62,31 @@ def scores(expected, answer):
     return {
         "recall": common / max(1, sum(want.values())),
         "precision": common / max(1, sum(got.values())),
+        # The counts, for figures over the whole corpus.
+        "found": common,
+        "expected": sum(want.values()),
+        "answer_words": sum(got.values()),
     }
+
+
+# HTML elements' names: a tag of one of them outside code is raw HTML the
+# converter let through (`Vec<T>`, `<https://...>` or an escaped `\<em>`
+# are not).
+ELEMENTS = ("a abbr address area article aside audio b base bdi bdo blockquote body br button "
+            "canvas caption center cite code col colgroup data datalist dd del details dfn "
+            "dialog div dl dt em embed fieldset figcaption figure font footer form h1 h2 h3 "
+            "h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label legend li "
+            "link main map mark math menu meta meter nav noscript object ol optgroup option "
+            "output p param picture pre progress q rp rt ruby s samp script section select "
+            "small source span strike strong style sub summary sup svg table tbody td "
+            "template textarea tfoot th thead time title tr track tt u ul var video wbr")
+TAG = re.compile(r"(?<!\\)</?(?:" + "|".join(ELEMENTS.split()) + r")(?:\s[^<>]*)?/?>", re.I)
+CODE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$|(`+).+?\2", re.S | re.M)
+
+
+def raw_html(text):
+    """How many HTML tags the markdown holds outside code blocks and spans."""
+    return len(TAG.findall(CODE.sub(" ", text)))
 
 
 def manifest():
@@ -114,7 +139,10 @@ class ProxyHandler(socketserver.StreamRequestHandler):
             return
         with open(path, "rb") as f:
             body = f.read()
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+        # The stored pages are UTF-8, as readability's suite saved them (and
+        # as the MCP converter reads them), whatever their <meta> declares.
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+                         b"Connection: close\r\n"
                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
 
@@ -146,7 +174,9 @@ def ours(web_fetch, names):
 def mcp(python, names):
     paths = [os.path.join(PAGES, n, "page.html") for n in names]
     p = subprocess.run([python, "-c", MCP_SNIPPET, *paths], capture_output=True, check=True)
-    got = json.loads(p.stdout)
+    # The JSON is the last line: readabilipy may say something first (it
+    # installs Readability.js's node modules on its first run).
+    got = json.loads(p.stdout.strip().splitlines()[-1])
     return {n: got[path] for n, path in zip(names, paths)}
 
 
@@ -173,7 +203,7 @@ def measure(web_fetch, peers, python, keep_dir=None):
         row = {"page": name, "expected_words": sum(words(expected).values())}
         for who, n in zip(["ours", "mcp"], counts):
             s = scores(expected, answers[who][name])
-            row[who] = {"recall": s["recall"], "precision": s["precision"], "tokens": n}
+            row[who] = dict(s, tokens=n, raw_html=raw_html(answers[who][name]))
         rows.append(row)
         if keep_dir:
             os.makedirs(keep_dir, exist_ok=True)

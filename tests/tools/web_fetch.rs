@@ -954,3 +954,59 @@ fn a_capped_answer_is_the_whole_answer_s_head_and_tail() {
         }
     }
 }
+
+#[test]
+fn link_boxes_in_the_main_content_are_left_out_and_data_stays() {
+    // Decision 74 on a served page: the table of contents, the share bar,
+    // the navigation box and the tag line go; the data table of download
+    // links stays; in-page links are their text; a link around a heading
+    // keeps it a heading.
+    let server = serve(Reply::html(fixture_bytes("link-dense.html")));
+    let answer = success(&fetch_url(&server.url("/post")));
+    let root = server.url("");
+    assert_eq!(answer["title"], "Link boxes");
+    assert_eq!(
+        answer["content"],
+        format!(
+            "## [A card's title]({root}/posts/card)\n\n\
+             ## One\n\n\
+             The article's first paragraph says what the page is about, in words of its own, \
+             at some length, with a [source](https://example.org/source) and a footnote.[1]\n\n\
+             ## Releases\n\n\
+             | Version | Download |\n| --- | --- |\n\
+             | 2.0 | [tar.gz]({root}/dl/2.0.tar.gz) |\n\
+             | 1.9 | [tar.gz]({root}/dl/1.9.tar.gz) |\n\
+             | 1.8 | [tar.gz]({root}/dl/1.8.tar.gz) |\n\
+             | 1.7 | [tar.gz]({root}/dl/1.7.tar.gz) |\n\
+             | 1.6 | [tar.gz]({root}/dl/1.6.tar.gz) |\n\n\
+             The second paragraph goes on in the article's own words, long enough that the \
+             article, not its boxes of links, is the page.\n\n\
+             [1] The footnote."
+        )
+    );
+}
+
+#[test]
+fn a_sitemap_keeps_its_links() {
+    // All links: leaving them out would leave the page nothing, so the
+    // rule stands down and every link is kept, nested lists included.
+    let items: String = (0..30)
+        .map(|i| {
+            format!(
+                "<li><a href=\"/s/{i}\">Section {i}</a><ul><li><a href=\"/s/{i}/a\">Page {i}a</a>\
+                 </li><li><a href=\"/s/{i}/b\">Page {i}b</a></li></ul></li>"
+            )
+        })
+        .collect();
+    let server = serve(Reply::html(format!(
+        "<title>Sitemap</title><main><h1>Sitemap</h1><ul>{items}</ul></main>"
+    )));
+    let answer = success(&fetch_url(&server.url("/sitemap")));
+    let content = answer["content"].as_str().unwrap();
+    let root = server.url("");
+    assert!(content.starts_with(&format!(
+        "# Sitemap\n\n* [Section 0]({root}/s/0)\n  * [Page 0a]({root}/s/0/a)\n"
+    )));
+    assert!(content.ends_with(&format!("  * [Page 29b]({root}/s/29/b)")));
+    assert_eq!(content.matches("](").count(), 90);
+}

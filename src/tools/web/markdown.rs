@@ -1,9 +1,9 @@
 //! HTML to markdown for web_fetch: what a model reads best, in one pass.
 //!
 //! Two passes over the page's tokens (`tokenizer`), no tree: the first
-//! finds the title, `<base href>` and the element that marks the main
-//! content (`<main>`, else `role="main"`, else the only `<article>`); the
-//! second keeps a stack of the open elements, closes the ones HTML closes
+//! (`survey`) finds the title, `<base href>`, the element that marks the
+//! main content (`<main>`, else `role="main"`, else the only `<article>`)
+//! and the link boxes inside it (decision 74); the second keeps a stack of the open elements, closes the ones HTML closes
 //! by itself (`<p>` before a block, `<li>` before the next item, cells
 //! before the next row), and writes markdown as elements open and close
 //! (`writer`), handing it on in pieces as it goes (`Plan::write`).
@@ -13,7 +13,8 @@
 //!
 //! When the page marks its main content, only what is inside it is
 //! written: navigation, headers, footers, asides, forms and banners
-//! outside it are left out. Everywhere, elements that are not content are
+//! outside it are left out; inside it, the blocks made of links that the
+//! first pass names are left out too. Everywhere, elements that are not content are
 //! left out with their text: scripts, styles, templates, `<nav>`, forms'
 //! buttons and selects, SVG and MathML, and elements the page hides
 //! (`hidden`, `aria-hidden="true"`, `display: none`).
@@ -25,14 +26,15 @@
 //! `<dl>`; `![alt](url)` images, iframes and media as links; `<br>` as a
 //! hard break; no HTML at all. Links and images are absolute (against the
 //! page's URL or its `<base href>`), written as the page wrote them; links
-//! without `href`, `javascript:` links and `data:` URIs keep only their
-//! text.
+//! without `href`, `javascript:` links, links to a place in the page and
+//! `data:` URIs keep only their text.
 
 use std::borrow::Cow;
 
 use memchr::memmem;
 
-use super::tags::Tag;
+use super::survey::Survey;
+use super::tags::{closed_by_end, kept_before_start, Element, Tag};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, StartTag, Token, Tokenizer};
 use super::url::{resolve, scheme_of};
@@ -61,7 +63,12 @@ pub struct Plan {
     pub title: String,
     /// What relative URLs resolve against.
     base: String,
+    /// The page's own address without its fragment: a link to it with a
+    /// fragment is a link to a place in the page.
+    page: String,
     main: Option<usize>,
+    /// The link-dense blocks to leave out (see `survey`).
+    dropped: Vec<usize>,
 }
 
 impl Plan {
@@ -76,7 +83,9 @@ impl Plan {
         Plan {
             title: survey.title.unwrap_or_default(),
             base,
+            page: without_fragment(url).to_string(),
             main: survey.main,
+            dropped: survey.dropped,
         }
     }
 
@@ -86,77 +95,24 @@ impl Plan {
     /// are the markdown, whatever `piece` is.
     pub fn write(&self, html: &str, piece: usize, out: &mut dyn FnMut(&str)) {
         let mut written = false;
-        Converter::new(html, &self.base, self.main).run(piece, &mut |text| {
+        Converter::new(html, self, self.main, &self.dropped).run(piece, &mut |text| {
             written |= !text.is_empty();
             out(text)
         });
         if !written && self.main.is_some() {
             // A main element with nothing in it: the page's body is better
             // than nothing.
-            Converter::new(html, &self.base, None).run(piece, out);
+            Converter::new(html, self, None, &[]).run(piece, out);
         }
     }
+}
+
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(page, _)| page)
 }
 
 fn is_web(scheme: &str) -> bool {
     scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
-}
-
-/// What the first pass finds.
-#[derive(Debug, Default)]
-struct Survey {
-    title: Option<String>,
-    base: Option<String>,
-    /// The main content's start tag, counted from 1 in document order.
-    main: Option<usize>,
-}
-
-impl Survey {
-    fn of(html: &str) -> Survey {
-        let mut survey = Survey::default();
-        let (mut main, mut role, mut article, mut articles) = (None, None, None, 0);
-        let mut ordinal = 0;
-        let mut in_title = false;
-        for token in Tokenizer::new(html) {
-            match token {
-                Token::Start(tag) => {
-                    ordinal += 1;
-                    in_title = false;
-                    match Tag::of(tag.name) {
-                        Tag::Main if main.is_none() => main = Some(ordinal),
-                        Tag::Article => {
-                            articles += 1;
-                            article.get_or_insert(ordinal);
-                        }
-                        Tag::Base if survey.base.is_none() => {
-                            survey.base = attr(tag.attrs, "href")
-                                .map(|h| h.trim().to_string())
-                                .filter(|h| !h.is_empty());
-                        }
-                        Tag::Title if survey.title.is_none() => {
-                            in_title = true;
-                            survey.title = Some(String::new());
-                        }
-                        _ => {}
-                    }
-                    if role.is_none()
-                        && memmem::find(tag.attrs.as_bytes(), b"main").is_some()
-                        && attr(tag.attrs, "role")
-                            .is_some_and(|r| r.trim().eq_ignore_ascii_case("main"))
-                    {
-                        role = Some(ordinal);
-                    }
-                }
-                Token::Raw(text) if in_title => {
-                    survey.title = Some(collapse_spaces(&tokenizer::decode(text, false)));
-                    in_title = false;
-                }
-                _ => in_title = false,
-            }
-        }
-        survey.main = main.or(role).or(if articles == 1 { article } else { None });
-        survey
-    }
 }
 
 /// What closing an element does, decided when it opened.
@@ -192,6 +148,15 @@ struct Open<'a> {
     kind: Kind,
 }
 
+impl Element for Open<'_> {
+    fn tag(&self) -> Tag {
+        self.tag
+    }
+    fn name(&self) -> &str {
+        self.name
+    }
+}
+
 struct List {
     ordered: bool,
     next: i64,
@@ -213,6 +178,11 @@ struct Pre {
 struct Converter<'a> {
     html: &'a str,
     base: &'a str,
+    page: &'a str,
+    /// The start tags of the blocks to leave out, ascending, and how many
+    /// of them lie behind.
+    dropped: &'a [usize],
+    dropped_seen: usize,
     /// The main content's start tag (see `Survey`), if the page marks one.
     target: Option<usize>,
     ordinal: usize,
@@ -237,10 +207,13 @@ struct Converter<'a> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(html: &'a str, base: &'a str, target: Option<usize>) -> Self {
+    fn new(html: &'a str, plan: &'a Plan, target: Option<usize>, dropped: &'a [usize]) -> Self {
         Converter {
             html,
-            base,
+            base: &plan.base,
+            page: &plan.page,
+            dropped,
+            dropped_seen: 0,
             target,
             ordinal: 0,
             stack: Vec::new(),
@@ -292,6 +265,19 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Is the element of start tag `ordinal` a block to leave out? The
+    /// ordinals come in ascending order, so this walks the list once.
+    fn is_dropped(&mut self, ordinal: usize) -> bool {
+        while self
+            .dropped
+            .get(self.dropped_seen)
+            .is_some_and(|&d| d < ordinal)
+        {
+            self.dropped_seen += 1;
+        }
+        self.dropped.get(self.dropped_seen) == Some(&ordinal)
+    }
+
     fn rendering(&self) -> bool {
         self.skip_from.is_none() && (self.target.is_none() || self.main_at.is_some())
     }
@@ -321,6 +307,12 @@ impl<'a> Converter<'a> {
         if scratch.contains('\u{a0}') {
             scratch = scratch.replace('\u{a0}', " ");
         }
+        // `&lt;em&gt;` is text on the page; in markdown `<em>` would be
+        // raw HTML, so a `<` that could open a tag is escaped (not in a
+        // code span, where a backslash would show).
+        if self.code == 0 && scratch.contains('<') {
+            scratch = escape_tags(&scratch);
+        }
         self.writer().text(&scratch);
         self.scratch = scratch;
     }
@@ -347,6 +339,9 @@ impl<'a> Converter<'a> {
         if self.target == Some(self.ordinal) {
             self.main_at = Some(index);
         }
+        if self.is_dropped(self.ordinal) && self.rendering() {
+            self.skip_from = Some(index);
+        }
         let open = if self.rendering() {
             self.open(kind, tag.attrs, index)
         } else {
@@ -368,20 +363,7 @@ impl<'a> Converter<'a> {
             }
             return;
         }
-        let found = if tag.is_table_part() {
-            self.find(
-                |o| o.name.eq_ignore_ascii_case(name),
-                |t| matches!(t, Tag::Table | Tag::Template | Tag::Html),
-            )
-        } else {
-            self.find(
-                |o| {
-                    o.name.eq_ignore_ascii_case(name)
-                        || matches!((o.tag, tag), (Tag::Heading(_), Tag::Heading(_)))
-                },
-                Tag::is_scope_boundary,
-            )
-        };
+        let found = closed_by_end(&self.stack, name);
         match found {
             Some(i) => self.pop_to(i),
             // `</p>` without a `<p>` is an empty paragraph.
@@ -390,72 +372,9 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// The open element nearest the top that `want` matches, unless an
-    /// element that `stop` matches comes first.
-    fn find(&self, want: impl Fn(&Open) -> bool, stop: impl Fn(Tag) -> bool) -> Option<usize> {
-        for (i, open) in self.stack.iter().enumerate().rev() {
-            if want(open) {
-                return Some(i);
-            }
-            if stop(open.tag) {
-                return None;
-            }
-        }
-        None
-    }
-
-    fn find_tag(&self, want: impl Fn(Tag) -> bool, stop: impl Fn(Tag) -> bool) -> Option<usize> {
-        self.find(|o| want(o.tag), stop)
-    }
-
     /// Closes what HTML closes before `tag` opens.
     fn close_implied(&mut self, tag: Tag) {
-        if tag.closes_p() {
-            let button_scope = |t: Tag| t.is_scope_boundary() || t == Tag::Button;
-            if let Some(i) = self.find_tag(|t| t == Tag::P, button_scope) {
-                self.pop_to(i);
-            }
-        }
-        let found = match tag {
-            Tag::Li => self.find_tag(
-                |t| t == Tag::Li,
-                |t| matches!(t, Tag::Ul | Tag::Ol) || t.is_scope_boundary(),
-            ),
-            Tag::Dt | Tag::Dd => self.find_tag(
-                |t| matches!(t, Tag::Dt | Tag::Dd),
-                |t| t == Tag::Dl || t.is_scope_boundary(),
-            ),
-            Tag::Tr => self.find_tag(
-                |t| matches!(t, Tag::Tr | Tag::Td | Tag::Th),
-                |t| t == Tag::Table,
-            ),
-            Tag::Td | Tag::Th => self.find_tag(
-                |t| matches!(t, Tag::Td | Tag::Th),
-                |t| matches!(t, Tag::Tr | Tag::Table),
-            ),
-            Tag::TableSection => self.find_tag(
-                |t| {
-                    matches!(
-                        t,
-                        Tag::TableSection | Tag::Tr | Tag::Td | Tag::Th | Tag::Caption
-                    )
-                },
-                |t| t == Tag::Table,
-            ),
-            Tag::Heading(_) => self
-                .stack
-                .last()
-                .filter(|o| matches!(o.tag, Tag::Heading(_)))
-                .map(|_| self.stack.len() - 1),
-            Tag::A => self.find_tag(|t| t == Tag::A, Tag::is_scope_boundary),
-            Tag::Option => self
-                .stack
-                .last()
-                .filter(|o| o.tag == Tag::Option)
-                .map(|_| self.stack.len() - 1),
-            _ => None,
-        };
-        if let Some(i) = found {
+        if let Some(i) = kept_before_start(&self.stack, tag) {
             self.pop_to(i);
         }
     }
@@ -543,7 +462,7 @@ impl<'a> Converter<'a> {
                 self.writer().open_code();
                 Kind::Code
             }
-            Tag::A => match attr(attrs, "href").and_then(|h| self.target_url(&h)) {
+            Tag::A => match attr(attrs, "href").and_then(|h| self.link_url(&h)) {
                 Some(url) => {
                     self.writer().open_link();
                     Kind::Link(url)
@@ -786,6 +705,24 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Where a link points, absolute; None for the places `target_url`
+    /// refuses and for a place in the page itself (`#section`, or the
+    /// page's own address with a fragment): the model is reading the page,
+    /// and such a link's text is all it needs of it.
+    fn link_url(&self, href: &str) -> Option<String> {
+        if href
+            .trim_start_matches(|c: char| c.is_ascii_whitespace())
+            .starts_with('#')
+        {
+            return None;
+        }
+        let url = self.target_url(href)?;
+        match url.split_once('#') {
+            Some((page, _)) if page == self.page => None,
+            _ => Some(url),
+        }
+    }
+
     /// Where a link or source points, absolute; None for nothing, for
     /// `javascript:` and for `data:` (an answer must not carry a
     /// megabyte of base64).
@@ -814,6 +751,24 @@ fn media_label(tag: Tag) -> &'static str {
         Tag::Iframe => "Embedded page",
         _ => "Embedded content",
     }
+}
+
+/// Text with every `<` that could start an HTML tag, comment or
+/// declaration (`<a`, `</`, `<!`, `<?`) written `\<`.
+fn escape_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        let next = rest[i + 1..].bytes().next();
+        if next.is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'/' | b'!' | b'?')) {
+            out.push('\\');
+        }
+        out.push('<');
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Link and image text: brackets escaped so they cannot end it early.

@@ -14,6 +14,7 @@ pub mod http;
 pub mod markdown;
 pub mod search;
 pub mod stub;
+mod survey;
 mod tags;
 pub mod text;
 mod tokenizer;

@@ -209,3 +209,119 @@ impl Tag {
         )
     }
 }
+
+/// An open element as the two passes over a page keep it: its kind and
+/// the name it was written with (an end tag closes an element by name).
+pub trait Element {
+    fn tag(&self) -> Tag;
+    fn name(&self) -> &str;
+}
+
+/// The open element nearest the top of `stack` that `want` matches,
+/// unless an element that `stop` matches comes first.
+fn find<E: Element>(
+    stack: &[E],
+    want: impl Fn(&E) -> bool,
+    stop: impl Fn(Tag) -> bool,
+) -> Option<usize> {
+    for (i, open) in stack.iter().enumerate().rev() {
+        if want(open) {
+            return Some(i);
+        }
+        if stop(open.tag()) {
+            return None;
+        }
+    }
+    None
+}
+
+fn find_tag<E: Element>(
+    stack: &[E],
+    want: impl Fn(Tag) -> bool,
+    stop: impl Fn(Tag) -> bool,
+) -> Option<usize> {
+    find(stack, |o| want(o.tag()), stop)
+}
+
+/// How many of the open elements stay open when `tag` starts: HTML closes
+/// an open `<p>` before a block, an `<li>` before the next item, `<dt>`
+/// and `<dd>` before each other, cells and rows before the next ones, a
+/// heading before another, a link before another link. None: all stay.
+/// Both passes over a page cut their stacks by this one rule, so that
+/// they see the same elements.
+pub fn kept_before_start<E: Element>(stack: &[E], tag: Tag) -> Option<usize> {
+    let p = if tag.closes_p() {
+        let button_scope = |t: Tag| t.is_scope_boundary() || t == Tag::Button;
+        find_tag(stack, |t| t == Tag::P, button_scope)
+    } else {
+        None
+    };
+    let stack = &stack[..p.unwrap_or(stack.len())];
+    let top_is = |want: fn(Tag) -> bool| {
+        stack
+            .last()
+            .filter(|o| want(o.tag()))
+            .map(|_| stack.len() - 1)
+    };
+    let other = match tag {
+        Tag::Li => find_tag(
+            stack,
+            |t| t == Tag::Li,
+            |t| matches!(t, Tag::Ul | Tag::Ol) || t.is_scope_boundary(),
+        ),
+        Tag::Dt | Tag::Dd => find_tag(
+            stack,
+            |t| matches!(t, Tag::Dt | Tag::Dd),
+            |t| t == Tag::Dl || t.is_scope_boundary(),
+        ),
+        Tag::Tr => find_tag(
+            stack,
+            |t| matches!(t, Tag::Tr | Tag::Td | Tag::Th),
+            |t| t == Tag::Table,
+        ),
+        Tag::Td | Tag::Th => find_tag(
+            stack,
+            |t| matches!(t, Tag::Td | Tag::Th),
+            |t| matches!(t, Tag::Tr | Tag::Table),
+        ),
+        Tag::TableSection => find_tag(
+            stack,
+            |t| {
+                matches!(
+                    t,
+                    Tag::TableSection | Tag::Tr | Tag::Td | Tag::Th | Tag::Caption
+                )
+            },
+            |t| t == Tag::Table,
+        ),
+        Tag::Heading(_) => top_is(|t| matches!(t, Tag::Heading(_))),
+        Tag::A => find_tag(stack, |t| t == Tag::A, Tag::is_scope_boundary),
+        Tag::Option => top_is(|t| t == Tag::Option),
+        _ => None,
+    };
+    other.or(p)
+}
+
+/// The open element an end tag named `name` closes (with the ones opened
+/// after it): the nearest of its name (any heading for a heading), never
+/// reaching out of a table cell; a table part's end tag never out of its
+/// table. None: the end tag closes nothing.
+pub fn closed_by_end<E: Element>(stack: &[E], name: &str) -> Option<usize> {
+    let tag = Tag::of(name);
+    if tag.is_table_part() {
+        find(
+            stack,
+            |o| o.name().eq_ignore_ascii_case(name),
+            |t| matches!(t, Tag::Table | Tag::Template | Tag::Html),
+        )
+    } else {
+        find(
+            stack,
+            |o| {
+                o.name().eq_ignore_ascii_case(name)
+                    || matches!((o.tag(), tag), (Tag::Heading(_), Tag::Heading(_)))
+            },
+            Tag::is_scope_boundary,
+        )
+    }
+}

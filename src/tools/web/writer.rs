@@ -237,15 +237,21 @@ impl Writer {
         if self.at_line_start && !self.prefixes.is_empty() {
             self.write_line_prefix();
         }
+        // A heading's `## ` starts its line whatever opened before it: a
+        // link around a heading is `## [Title](url)`, not `[## Title](url)`.
+        if let Some(level) = self.openers.iter().find_map(|o| match o {
+            Opener::Heading(level) => Some(*level),
+            _ => None,
+        }) {
+            for _ in 0..level {
+                self.out.push('#');
+            }
+            self.out.push(' ');
+        }
         for i in 0..self.openers.len() {
             match self.openers[i] {
                 Opener::Mark(mark) => self.out.push_str(mark),
-                Opener::Heading(level) => {
-                    for _ in 0..level {
-                        self.out.push('#');
-                    }
-                    self.out.push(' ');
-                }
+                Opener::Heading(_) => {}
                 Opener::Link => {
                     self.link_at = Some(self.out.len());
                     self.out.push('[');
@@ -601,7 +607,7 @@ mod tests {
         w.close_heading();
         w.drain(1, &mut |piece| drained.push_str(piece));
         // The `[` and what follows it wait: the link's end moves them.
-        assert_eq!(drained, "before\n\n");
+        assert_eq!(drained, "before\n\n## ");
         w.text("Summary");
         w.close_link("https://x.org/post");
         w.open_code();
