@@ -17,6 +17,8 @@ pub const DEFAULT_AUTO_COMPACT: f64 = 0.85;
 /// The windows of the models we name, by name prefix (the first match
 /// counts, so longer prefixes come first), as each provider documents them.
 const KNOWN_WINDOWS: &[(&str, u64)] = &[
+    // The offline stub provider reads whatever it is sent.
+    ("stub", 1 << 40),
     ("claude-", 200_000),
     ("gpt-5", 400_000),
     ("gpt-4.1", 1_047_576),
@@ -105,6 +107,7 @@ mod tests {
             1_048_576
         );
         assert_eq!(Window::of("llama3.2", None, None).tokens, DEFAULT_WINDOW);
+        assert!(Window::of("stub", None, None).tokens > 1 << 39);
         let w = Window::of("gpt-4o", Some(32_000), Some(0.5));
         assert_eq!((w.tokens, w.threshold()), (32_000, Some(16_000)));
         assert_eq!(Window::of("x", None, None).threshold(), Some(108_800));

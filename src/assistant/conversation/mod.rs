@@ -514,7 +514,9 @@ impl Conversation {
             return;
         };
         let before = self.tokens(tools);
-        if before >= threshold {
+        // A conversation of one message has nothing to compact: the provider
+        // says whether it fits.
+        if before >= threshold && self.messages.len() > 1 {
             self.compact(client, tools, ui, cancel, before);
         }
     }
@@ -539,7 +541,7 @@ impl Conversation {
         let fits = window.threshold().is_none_or(|t| still < t);
         let how = if freed >= window.enough_freed() && fits {
             "old tool outputs pruned"
-        } else if self.summarise(client, ui, cancel, before) {
+        } else if self.summarise(client, ui, cancel, before, true) {
             "summarised"
         } else if freed > 0 {
             "old tool outputs pruned; the summary failed"
@@ -598,6 +600,7 @@ impl Conversation {
         ui: &mut dyn Ui,
         cancel: &AtomicBool,
         before: u64,
+        must_shrink: bool,
     ) -> bool {
         // The request itself must fit: the oldest exchanges give way.
         let budget = self.window().tokens * 3 / 5;
@@ -641,7 +644,21 @@ impl Conversation {
         };
         let plan = self.plan.as_ref().map(plan::as_text);
         let text = compaction::summarised(&summary, plan.as_deref(), self.latest.as_deref());
-        self.messages = vec![Message::User { text }];
+        let history = vec![Message::User { text }];
+        // Compacting on its own, a summary that is not smaller (the person's
+        // latest message, kept verbatim, is most of it) would only lose the
+        // turn's work; `/compact` asked for it whatever its size.
+        if must_shrink
+            && compaction::estimate_messages(&history)
+                >= compaction::estimate_messages(&self.messages)
+        {
+            ui.error(
+                "Compacting: the summary with your latest message is no smaller than the \
+                 conversation; the conversation goes on as it was.",
+            );
+            return false;
+        }
+        self.messages = history;
         let after = self.tokens(&json!([]));
         self.log(
             Entry::Compacted {
@@ -670,7 +687,7 @@ impl Conversation {
         }
         let tools = host.tools_array(client.tool_format());
         let before = self.tokens(&tools);
-        if !self.summarise(&client, ui, cancel, before) {
+        if !self.summarise(&client, ui, cancel, before, false) {
             return if cancel.load(Ordering::SeqCst) {
                 TurnEnd::Cancelled
             } else {
