@@ -487,17 +487,20 @@ fn an_overflow_error_compacts_once_and_retries_once_per_provider() {
             json!({"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}),
         ),
     ] {
+        // The conversation before the request that does not fit: one long
+        // exchange, which the summary makes smaller.
         let home = tempfile::tempdir().unwrap();
         let server = ModelServer::start(
             api,
             vec![
+                text("one"),
                 Reply::Status(400, error.to_string()),
                 text("SUMMARY OF IT"),
                 text("answered"),
             ],
         );
         let out = against(&server, home.path())
-            .args(["-p", "big question"])
+            .stdin(format!("first {}\nbig question\n", "w".repeat(4000)))
             .output();
         no_problems(&server, &out);
         assert_eq!(out.code, 0, "{api:?}: {out:?}");
@@ -507,8 +510,8 @@ fn an_overflow_error_compacts_once_and_retries_once_per_provider() {
             "{api:?}: {out:?}"
         );
         let requests = server.requests();
-        assert_eq!(requests.len(), 3, "{api:?}");
-        let last = user_texts(api, &requests[2].body);
+        assert_eq!(requests.len(), 4, "{api:?}");
+        let last = user_texts(api, &requests[3].body);
         assert!(
             last[0].contains("SUMMARY OF IT") && last[0].ends_with("big question"),
             "{api:?}: {last:?}"

@@ -679,11 +679,14 @@ fn provider_ollama_takes_the_first_model_or_the_named_one() {
 
 #[test]
 fn a_compaction_is_an_event_with_the_tokens_before_and_after() {
-    let home = tempfile::tempdir().unwrap();
+    let home = home_with_tools();
     let overflow = r#"{"error": {"message": "This model's maximum context length is 128000 tokens.", "code": "context_length_exceeded"}}"#;
+    // A call whose output (some 9 KB) a summary makes smaller, then a
+    // request the provider says does not fit.
     let server = ModelServer::start_counting(
         Api::OpenAi,
         vec![
+            calls(&[("bash", json!({"command": "seq 1 2000"}))]),
             Reply::Status(400, overflow.into()),
             text("The summary."),
             text("Answered."),
@@ -691,7 +694,7 @@ fn a_compaction_is_an_event_with_the_tokens_before_and_after() {
     );
     server.report_cached(3);
     let out = streaming(against(&server, home.path()))
-        .args(["-p", "hello"])
+        .args(["-p", "count"])
         .output();
     no_problems(&server, &out);
     assert_eq!(out.code, 0, "{out:?}");
@@ -700,15 +703,19 @@ fn a_compaction_is_an_event_with_the_tokens_before_and_after() {
         types(&events),
         [
             "session.started",
+            "tool.started",
+            "tool.finished",
             "compacted",
             "assistant.message",
             "result"
         ]
     );
-    assert!(events[1]["before_tokens"].as_u64().unwrap() > 0);
-    assert!(events[1]["after_tokens"].is_u64());
-    // Both requests that were answered read 3 tokens from the cache.
-    assert_eq!(events[3]["usage"]["cached_input"], 6);
+    let compacted = &events[3];
+    assert!(
+        compacted["before_tokens"].as_u64().unwrap() > compacted["after_tokens"].as_u64().unwrap()
+    );
+    // The three requests that were answered each read 3 tokens from the cache.
+    assert_eq!(events[5]["usage"]["cached_input"], 9);
 }
 
 #[test]
