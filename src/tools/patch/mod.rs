@@ -4,4 +4,6 @@
 //! `tools/apply_patch.rs`.
 
 pub mod apply;
+#[cfg(test)]
+mod fuzz;
 pub mod parse;
