@@ -1,8 +1,11 @@
 //! What glob and grep share (decisions 6 and 16):
 //! compiling a glob pattern relative to a directory, and walking the tree it
-//! describes on every core, paths longer than PATH_MAX included.
+//! describes on every core, paths longer than PATH_MAX included; and
+//! grep's own regular expressions (`ere`), beside the bracket expressions
+//! they share with globs.
 
 mod bracket;
+pub mod ere;
 mod long;
 mod pattern;
 mod walk;
