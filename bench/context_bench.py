@@ -244,7 +244,8 @@ def bench_prompt(host, libexec, peers_bin, row):
     finally:
         fake.stop()
     # The first request's system block: the guidance and the environment
-    # block (no AGENTS.md and no context modules in the bench's home).
+    # block (no project instructions and no context modules in the bench's
+    # home).
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(fake.first_system or "")
         path = f.name

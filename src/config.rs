@@ -62,7 +62,8 @@ pub struct Config {
     /// The fraction of the window at which the conversation is compacted
     /// (0 turns it off).
     pub auto_compact: Option<f64>,
-    /// The most bytes of project instructions (`AGENTS.md`) in the prompt.
+    /// The most bytes of project instructions in the prompt
+    /// (docs/instructions.md).
     pub instructions_max_bytes: Option<usize>,
     /// `[tools.NAME]`: per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolConfig>,

@@ -125,12 +125,12 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
     (
         "context",
         "/context",
-        "What the system prompt holds (guidance, environment, AGENTS.md files) and the window in use",
+        "What the system prompt holds (guidance, environment, project instructions) and the window in use",
     ),
     (
         "init",
         "/init",
-        "Have the model write an AGENTS.md for this repository (build, test, what to avoid)",
+        "Have the model write this repository's project instructions (build, test, what to avoid)",
     ),
     (
         "undo",

@@ -1,10 +1,9 @@
-//! Project instructions (decision 61): the `AGENTS.md` files that tell a
-//! model how a project is built, tested and kept. The person's own file
-//! comes first, then one file for each directory from the repository's root
-//! (or the working directory outside a repository) down to the working
-//! directory, so the nearest file is read last and weighs most. In each
-//! directory `AGENTS.override.md` wins over `AGENTS.md`, and `CLAUDE.md`
-//! stands in when neither exists.
+//! Project instructions (decision 61; which files, in what order, within
+//! what budget: docs/instructions.md): the files that tell a model how a
+//! project is built, tested and kept. The person's own file comes first,
+//! then one file for each directory from the repository's root (or the
+//! working directory outside a repository) down to the working directory,
+//! so the nearest file is read last and weighs most.
 //!
 //! The whole is held to a byte budget; over it, the outermost files are cut
 //! first, since the nearest instructions are the most specific. Nothing is
@@ -19,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// The default budget for all instruction files together.
 pub const DEFAULT_MAX_BYTES: usize = 32 << 10;
 
-/// What `/init` asks the model: an `AGENTS.md` for the repository, as the
-/// next session's model will want it.
+/// What `/init` asks the model: the repository's project instructions, as
+/// the next session's model will want them.
 pub const INIT_REQUEST: &str = "Write an AGENTS.md file for this repository, for the coding \
 assistants that will work in it after you. Explore first (glob, grep, file_read; the build files, \
 CI configuration, README and existing docs) and run what you find to check it works. Then write, \
@@ -30,7 +29,8 @@ and what to avoid (generated files, slow or dangerous commands, things not to ch
 AGENTS.md at the repository's root (the git root, else this directory); if one exists, improve \
 it rather than replace what is still true. Keep it under 200 lines.";
 
-/// The names looked for in each directory, in order of preference.
+/// The names looked for in each directory, in order of preference: the
+/// shared convention's (docs/instructions.md).
 const NAMES: [&str; 3] = ["AGENTS.override.md", "AGENTS.md", "CLAUDE.md"];
 
 /// One file that went into the prompt.
@@ -62,7 +62,7 @@ pub fn git_root(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Reads the instructions for `cwd`: `personal` (the person's own file,
-/// `~/.config/ikigai/AGENTS.md`) and the project's, within `max_bytes`.
+/// docs/instructions.md) and the project's, within `max_bytes`.
 pub fn read(personal: Option<&Path>, cwd: &Path, max_bytes: usize) -> Instructions {
     let mut warnings = Vec::new();
     let mut found: Vec<(PathBuf, u64, String)> = Vec::new();
@@ -140,7 +140,7 @@ pub fn read(personal: Option<&Path>, cwd: &Path, max_bytes: usize) -> Instructio
 
 /// One file's text, at most `max_bytes` of it, with its size on disk; None,
 /// with a warning, when it cannot be used. Only regular files are read, and
-/// opening never blocks (a FIFO named AGENTS.md would hang a plain open).
+/// opening never blocks (a FIFO in a file's place would hang a plain open).
 fn load(
     path: &Path,
     max_bytes: usize,

@@ -30,7 +30,7 @@ pub struct Setup {
     pub approval: String,
     /// `provider model`, or that none is configured.
     pub model: String,
-    /// The person's own `AGENTS.md`.
+    /// The person's own instructions file (docs/instructions.md).
     pub personal: Option<PathBuf>,
     pub instructions_max_bytes: usize,
     /// The context modules' directory (`~/.ikigai/context`).
@@ -101,8 +101,8 @@ impl Context {
         &self.prompt.text
     }
 
-    /// The instruction files read, for the start line: `AGENTS.md (1.2 KB),
-    /// ...`, or None when there were none.
+    /// The instruction files read, for the start line (each path and
+    /// size), or None when there were none.
     pub fn files_line(&self, cwd: &Path) -> Option<String> {
         let files = &self.instructions.files;
         (!files.is_empty()).then(|| {

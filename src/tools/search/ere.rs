@@ -1,7 +1,8 @@
 //! grep's patterns: a POSIX extended regular expression read as the
-//! `regex` crate must read it to give POSIX's answers (docs/local-tools.md,
-//! grep), compiled for line matching, with the literal text every match
-//! holds, which lets the search skip lines without running the regex.
+//! `regex` crate must read it to give POSIX's answers (decision 40, and
+//! grep's module paragraph), compiled for line matching, with the literal
+//! text every match holds, which lets the search skip lines without
+//! running the regex.
 
 use memchr::memmem;
 use regex::bytes::{Regex, RegexBuilder};
