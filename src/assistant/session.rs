@@ -86,6 +86,8 @@ pub struct Session {
     id: String,
     path: PathBuf,
     file: File,
+    /// The environment the resumed session's prompt last stated.
+    environment: Option<Box<Environment>>,
 }
 
 /// Makes `dir` (the sessions directory) and its parent (ikigai's data
@@ -134,7 +136,14 @@ impl Session {
             let mut options = OpenOptions::new();
             options.append(true).create_new(true).mode(0o600);
             match options.open(&path) {
-                Ok(file) => return Ok(Session { id, path, file }),
+                Ok(file) => {
+                    return Ok(Session {
+                        id,
+                        path,
+                        file,
+                        environment: None,
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     salt = salt.wrapping_add(1)
                 }
@@ -178,24 +187,28 @@ impl Session {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok((Session { id, path, file }, replay(&entries)))
+        // The latest start line that recorded one.
+        let environment = entries.iter().rev().find_map(|e| match e {
+            Entry::Start { environment, .. } => environment.clone().map(Box::new),
+            _ => None,
+        });
+        let session = Session {
+            id,
+            path,
+            file,
+            environment,
+        };
+        Ok((session, replay(&entries)))
     }
 
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// The environment the session's prompt last stated (its latest start
-    /// line that recorded one).
+    /// The environment a resumed session's prompt last stated, read with
+    /// the rest of its file.
     pub fn environment(&self) -> Option<Environment> {
-        read_entries(&self.path)
-            .ok()?
-            .into_iter()
-            .rev()
-            .find_map(|e| match e {
-                Entry::Start { environment, .. } => environment,
-                _ => None,
-            })
+        self.environment.as_deref().cloned()
     }
 
     pub fn path(&self) -> &Path {

@@ -428,7 +428,7 @@ impl Conversation {
         loop {
             ui.waiting("thinking");
             let request = self.request(tools);
-            let bytes = request_bytes(&request);
+            let bytes = size(&request.system, &request.tools, &request.messages);
             let mut partial = String::new();
             let shared = RefCell::new(&mut *ui);
             let result = stream_cancellable(
@@ -492,9 +492,7 @@ impl Conversation {
     /// prompt, tools and messages at the rate the provider last counted,
     /// else at four bytes a token.
     fn tokens(&self, tools: &Value) -> u64 {
-        let bytes = self.context.system().len()
-            + tools.to_string().len()
-            + serde_json::to_string(&self.messages).map_or(0, |t| t.len());
+        let bytes = size(self.context.system(), tools, &self.messages);
         match self.measured {
             Some(m) if m.bytes > 0 => (bytes as f64 * m.tokens as f64 / m.bytes as f64) as u64,
             _ => estimate(bytes),
@@ -864,12 +862,10 @@ impl Conversation {
     }
 }
 
-/// The bytes of a request's system prompt, tools and messages: what
-/// `Conversation::tokens` measures against.
-fn request_bytes(request: &Request) -> usize {
-    request.system.len()
-        + request.tools.to_string().len()
-        + serde_json::to_string(&request.messages).map_or(0, |t| t.len())
+/// The bytes of a request's system prompt, tools and messages: what the
+/// provider's token counts are measured against (`Conversation::tokens`).
+fn size(system: &str, tools: &Value, messages: &[Message]) -> usize {
+    system.len() + tools.to_string().len() + serde_json::to_string(messages).map_or(0, |t| t.len())
 }
 
 /// " of N tokens" when the client knows its limit.
