@@ -1010,3 +1010,42 @@ fn a_sitemap_keeps_its_links() {
     assert!(content.ends_with(&format!("  * [Page 29b]({root}/s/29/b)")));
     assert_eq!(content.matches("](").count(), 90);
 }
+
+#[test]
+fn a_page_that_marks_no_main_content_gives_its_article() {
+    // No <main>, no role="main", no single <article>: the article is where
+    // Readability finds it (decision 107). The site's header and menu, the
+    // sidebar's prose, the share bar, the comments and the footer go; the
+    // article's heading, byline, paragraphs and figure stay, in order.
+    let server = serve(Reply::html(fixture_bytes("no-main.html")));
+    let answer = success(&fetch_url(&server.url("/story")));
+    let content = answer["content"].as_str().unwrap();
+    assert_eq!(answer["title"], "A page that marks no main content");
+    assert!(
+        content.starts_with(
+            "# Glaciers in the valley are retreating faster than expected\n\nBy A. Writer\n\n\
+             The glaciers above the valley"
+        ),
+        "{content}"
+    );
+    assert!(
+        content.ends_with("because the ice responds slowly."),
+        "{content}"
+    );
+    assert!(content.contains(&format!(
+        "![The glacier's tongue in 2024]({})",
+        server.url("/img/glacier.jpg")
+    )));
+    for gone in [
+        "Daily Example",
+        "Home",
+        "Popular",
+        "newsletter",
+        "Mail",
+        "comments",
+        "hiked",
+        "Copyright",
+    ] {
+        assert!(!content.contains(gone), "{gone}: {content}");
+    }
+}

@@ -3,7 +3,9 @@
 //! Two passes over the page's tokens (`tokenizer`), no tree: the first
 //! (`survey`) finds the title, `<base href>`, the element that marks the
 //! main content (`<main>`, else `role="main"`, else the only `<article>`)
-//! and the link boxes inside it (decision 74); the second keeps a stack of the open elements, closes the ones HTML closes
+//! or, on a page that marks none, where its article is (`readable`), and
+//! the blocks to leave out inside it (decision 74); the second keeps a
+//! stack of the open elements, closes the ones HTML closes
 //! by itself (`<p>` before a block, `<li>` before the next item, cells
 //! before the next row), and writes markdown as elements open and close
 //! (`writer`), handing it on in pieces as it goes (`Plan::write`).
@@ -11,10 +13,10 @@
 //! on; nesting deeper than `MAX_DEPTH` is flattened (deeper elements count
 //! as text only), so no page is refused.
 //!
-//! When the page marks its main content, only what is inside it is
-//! written: navigation, headers, footers, asides, forms and banners
-//! outside it are left out; inside it, the blocks made of links that the
-//! first pass names are left out too. Everywhere, elements that are not content are
+//! When the page marks its main content, or its article was found, only
+//! what is inside it is written: navigation, headers, footers, asides,
+//! forms and banners outside it are left out; inside it, the blocks that
+//! the first pass names are left out too. Everywhere, elements that are not content are
 //! left out with their text: scripts, styles, templates, `<nav>`, forms'
 //! buttons and selects, SVG and MathML, and elements the page hides
 //! (`hidden`, `aria-hidden="true"`, `display: none`).
@@ -66,8 +68,10 @@ pub struct Plan {
     /// The page's own address without its fragment: a link to it with a
     /// fragment is a link to a place in the page.
     page: String,
-    main: Option<usize>,
-    /// The link-dense blocks to leave out (see `survey`).
+    /// The main content's start tag, or the parts of the article of a
+    /// page that marks none; empty: the whole page (see `survey`).
+    main: Vec<usize>,
+    /// The blocks to leave out (see `survey`).
     dropped: Vec<usize>,
 }
 
@@ -95,14 +99,14 @@ impl Plan {
     /// are the markdown, whatever `piece` is.
     pub fn write(&self, html: &str, piece: usize, out: &mut dyn FnMut(&str)) {
         let mut written = false;
-        Converter::new(html, self, self.main, &self.dropped).run(piece, &mut |text| {
+        Converter::new(html, self, &self.main, &self.dropped).run(piece, &mut |text| {
             written |= !text.is_empty();
             out(text)
         });
-        if !written && self.main.is_some() {
+        if !written && !self.main.is_empty() {
             // A main element with nothing in it: the page's body is better
             // than nothing.
-            Converter::new(html, self, None, &[]).run(piece, out);
+            Converter::new(html, self, &[], &[]).run(piece, out);
         }
     }
 }
@@ -183,8 +187,9 @@ struct Converter<'a> {
     /// of them lie behind.
     dropped: &'a [usize],
     dropped_seen: usize,
-    /// The main content's start tag (see `Survey`), if the page marks one.
-    target: Option<usize>,
+    /// The start tags of the parts of the page to write, ascending (see
+    /// `Plan::main`); empty: all of it.
+    target: &'a [usize],
     ordinal: usize,
     stack: Vec<Open<'a>>,
     /// The document's writer, then one per table cell being written.
@@ -207,7 +212,7 @@ struct Converter<'a> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(html: &'a str, plan: &'a Plan, target: Option<usize>, dropped: &'a [usize]) -> Self {
+    fn new(html: &'a str, plan: &'a Plan, target: &'a [usize], dropped: &'a [usize]) -> Self {
         Converter {
             html,
             base: &plan.base,
@@ -279,7 +284,7 @@ impl<'a> Converter<'a> {
     }
 
     fn rendering(&self) -> bool {
-        self.skip_from.is_none() && (self.target.is_none() || self.main_at.is_some())
+        self.skip_from.is_none() && (self.target.is_empty() || self.main_at.is_some())
     }
 
     fn writer(&mut self) -> &mut Writer {
@@ -336,7 +341,7 @@ impl<'a> Converter<'a> {
             return;
         }
         let index = self.stack.len();
-        if self.target == Some(self.ordinal) {
+        if self.main_at.is_none() && self.target.binary_search(&self.ordinal).is_ok() {
             self.main_at = Some(index);
         }
         if self.is_dropped(self.ordinal) && self.rendering() {

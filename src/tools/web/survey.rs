@@ -1,14 +1,18 @@
 //! The first pass over a page: what the converter must know before it
 //! writes anything. The `<title>`, the `<base href>`, the element that
 //! marks the main content (the first `<main>`, else the first
-//! `role="main"`, else the page's only `<article>`), and the blocks of the
-//! main content made of links, which the second pass leaves out (decision
-//! 74 in docs/decisions.md, the rule in docs/web-fetch.md):
+//! `role="main"`, else the page's only `<article>`) or, on a page that
+//! marks none, the parts of its article as Readability finds them (the
+//! counts it needs are kept here, the rules are in `readable`; decision
+//! 107), and the blocks of the main content made of links, which the
+//! second pass leaves out (decisions 74 and 102 in docs/decisions.md, the
+//! rule in docs/web-fetch.md):
 //!
 //! > A block of the main content (a list, an item, a paragraph, a table, a
 //! > `div`, a `section`, ...) holding at least `MIN_LINKS` links whose text
 //! > is more than half of its text is left out, unless it holds more than
-//! > half of the main content's text outside links.
+//! > half of the main content's text outside links, or `MAX_COMMAS`
+//! > commas with a third of its text outside links.
 //!
 //! Navigation boxes, "see also" lists, tag clouds, share bars, tables of
 //! contents and lists of names are such blocks. A block that holds most of
@@ -33,6 +37,7 @@
 use memchr::memmem;
 
 use super::markdown::MAX_DEPTH;
+use super::readable::{self, Block, Candidate, Paragraph};
 use super::tags::{closed_by_end, kept_before_start, Element, Tag};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, Token, Tokenizer};
@@ -41,31 +46,75 @@ use super::tokenizer::{self, attr, Token, Tokenizer};
 /// references or a short list of sources stays.
 pub const MIN_LINKS: usize = 5;
 
+/// A block with this many commas and a third of its text outside links
+/// is prose, however many links it holds (a list of references, a
+/// paragraph of citations), as Readability counts it; a list of names
+/// that commas separate is not.
+pub const MAX_COMMAS: usize = 10;
+
 /// What the first pass finds.
 #[derive(Debug, Default)]
 pub struct Survey {
     pub title: Option<String>,
     pub base: Option<String>,
-    /// The main content's start tag, counted from 1 in document order.
-    pub main: Option<usize>,
+    /// The main content's start tag, counted from 1 in document order;
+    /// on a page that marks none, the parts of its article (`readable`),
+    /// in document order. Empty: the whole page.
+    pub main: Vec<usize>,
     /// The start tags of the blocks to leave out, ascending: the outermost
     /// link-dense blocks of the main content.
     pub dropped: Vec<usize>,
 }
 
-/// Running totals over the page, in bytes of trimmed text.
+/// Running totals over the page, in bytes of trimmed text, and counts.
 #[derive(Debug, Default, Clone, Copy)]
 struct Totals {
     text: usize,
     link_text: usize,
     links: usize,
+    commas: usize,
+    paragraphs: usize,
+    items: usize,
+    images: usize,
+    inputs: usize,
+    embeds: usize,
+    heading_text: usize,
+    list_text: usize,
+}
+
+impl Totals {
+    /// What Readability counts of the element that started at `start`.
+    fn block_since(&self, start: &Totals) -> Block {
+        Block {
+            text: self.text - start.text,
+            link_text: self.link_text - start.link_text,
+            commas: self.commas - start.commas,
+            paragraphs: self.paragraphs - start.paragraphs,
+            items: self.items - start.items,
+            images: self.images - start.images,
+            inputs: self.inputs - start.inputs,
+            embeds: self.embeds - start.embeds,
+            heading_text: self.heading_text - start.heading_text,
+            list_text: self.list_text - start.list_text,
+        }
+    }
 }
 
 struct Counted<'a> {
     tag: Tag,
     name: &'a str,
+    attrs: &'a str,
     ordinal: usize,
     at_start: Totals,
+    /// Readability's score, once a paragraph inside gave it one; tracked:
+    /// a paragraph scored somewhere inside (its parts may be chosen).
+    score: Option<f32>,
+    tracked: bool,
+    /// A block opened directly inside; element children.
+    block_inside: bool,
+    children: usize,
+    /// Its class or role names a box (`readable::is_unlikely`).
+    unlikely: bool,
     /// A link with a destination: its text is link text.
     link: bool,
     /// Tables: cells in the row being read, the most in any row, and
@@ -142,6 +191,18 @@ struct Pass<'a> {
     /// their start tags, then their spans once closed.
     watched: [Option<usize>; 3],
     watched_spans: [Option<Span>; 3],
+    /// Open elements that are boxes, headings, lists.
+    unlikely: usize,
+    in_heading: usize,
+    in_list: usize,
+    /// The last byte of text read, for a paragraph's full stop.
+    last_byte: u8,
+    /// What a page without a main element needs (`readable`).
+    candidates: Vec<Candidate>,
+    paragraphs: Vec<Paragraph>,
+    /// Boxes, and blocks an article is cleaned of.
+    boxes: Vec<Span>,
+    cleaned: Vec<Span>,
 }
 
 impl<'a> Pass<'a> {
@@ -151,6 +212,19 @@ impl<'a> Pass<'a> {
         }
         if let Some(keep) = kept_before_start(&self.stack, tag) {
             self.pop_to(keep);
+        }
+        if let Some(parent) = self.stack.last_mut() {
+            parent.children += 1;
+            parent.block_inside |= tag.is_block();
+        }
+        match tag {
+            Tag::P => self.totals.paragraphs += 1,
+            Tag::Li => self.totals.items += 1,
+            Tag::Img => self.totals.images += 1,
+            Tag::Embed => self.totals.embeds += 1,
+            Tag::Iframe | Tag::Object if !readable::is_video(attrs) => self.totals.embeds += 1,
+            Tag::Void if name.eq_ignore_ascii_case("input") => self.totals.inputs += 1,
+            _ => {}
         }
         if tag.is_void() || self.stack.len() >= MAX_DEPTH {
             return;
@@ -182,11 +256,21 @@ impl<'a> Pass<'a> {
             self.totals.links += 1;
             self.in_link += 1;
         }
+        let unlikely = !attrs.is_empty() && readable::is_unlikely(tag, attrs);
+        self.unlikely += usize::from(unlikely);
+        self.in_heading += usize::from(matches!(tag, Tag::Heading(_)));
+        self.in_list += usize::from(matches!(tag, Tag::Ul | Tag::Ol));
         self.stack.push(Counted {
             tag,
             name,
+            attrs,
             ordinal: self.ordinal,
             at_start: self.totals,
+            score: None,
+            tracked: false,
+            block_inside: false,
+            children: 0,
+            unlikely,
             link,
             row_cells: 0,
             columns: 0,
@@ -195,10 +279,22 @@ impl<'a> Pass<'a> {
     }
 
     fn text(&mut self, text: &str) {
-        let n = text.trim_ascii().len();
+        let text = text.trim_ascii();
+        let n = text.len();
+        if n == 0 {
+            return;
+        }
         self.totals.text += n;
+        self.totals.commas += memchr::memchr_iter(b',', text.as_bytes()).count();
+        self.last_byte = text.as_bytes()[n - 1];
         if self.in_link > 0 {
             self.totals.link_text += n;
+        }
+        if self.in_heading > 0 {
+            self.totals.heading_text += n;
+        }
+        if self.in_list > 0 {
+            self.totals.list_text += n;
         }
     }
 
@@ -227,17 +323,126 @@ impl<'a> Pass<'a> {
                 self.data_tables.push(span);
             } else if is_candidate(open.tag) {
                 let links = self.totals.links - open.at_start.links;
-                if links >= MIN_LINKS && span.link_text * 2 > span.text {
+                let commas = self.totals.commas - open.at_start.commas;
+                let prose = commas >= MAX_COMMAS && span.other_text() * 3 >= span.text;
+                if links >= MIN_LINKS && span.link_text * 2 > span.text && !prose {
                     self.dense.push(span);
                 }
             }
+            self.readability(&open, span, data);
         }
     }
 
-    /// The outermost dense blocks inside `scope`, outside every data table
-    /// and holding at most half of its text outside links; none when what
-    /// would remain is under a quarter of its text.
-    fn dropped(mut self, scope: Span) -> Vec<usize> {
+    /// Readability's view of an element that closes: a paragraph's score
+    /// for its ancestors, the element's own score, and whether an article
+    /// would be cleaned of it (`readable`).
+    fn readability(&mut self, open: &Counted<'a>, span: Span, data: bool) {
+        self.in_heading -= usize::from(matches!(open.tag, Tag::Heading(_)));
+        self.in_list -= usize::from(matches!(open.tag, Tag::Ul | Tag::Ol));
+        if open.unlikely {
+            self.unlikely -= 1;
+            self.boxes.push(span);
+            return;
+        }
+        let parent = self.stack.last().map_or(0, |p| p.ordinal);
+        if self.unlikely == 0
+            && span.text >= 25
+            && readable::is_paragraph(open.tag, open.name, open.block_inside)
+        {
+            let commas = self.totals.commas - open.at_start.commas;
+            let score = readable::paragraph_score(span.text, commas);
+            for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
+                if level < 5 {
+                    let start = ancestor.score.get_or_insert_with(|| {
+                        readable::base_score(ancestor.tag, ancestor.name)
+                            + readable::class_weight(ancestor.attrs)
+                    });
+                    *start += readable::share(score, level);
+                } else if ancestor.tracked {
+                    // So are the ones around it.
+                    break;
+                }
+                ancestor.tracked = true;
+            }
+        }
+        if open.tracked {
+            self.candidates.push(Candidate {
+                ordinal: open.ordinal,
+                end: span.end,
+                parent,
+                score: open.score,
+                text: span.text,
+                link_text: span.link_text,
+                children: open.children,
+                frame: matches!(open.tag, Tag::Html | Tag::Body),
+            });
+        }
+        if open.tag == Tag::P {
+            self.paragraphs.push(Paragraph {
+                ordinal: open.ordinal,
+                end: span.end,
+                parent,
+                text: span.text,
+                link_text: span.link_text,
+                sentence: self.last_byte == b'.',
+            });
+        }
+        if self.cleans(open, &span, data) {
+            self.cleaned.push(span);
+        }
+    }
+
+    /// Would Readability clean an article of this element?
+    fn cleans(&self, open: &Counted<'a>, span: &Span, data: bool) -> bool {
+        let is = |n: &str| open.name.eq_ignore_ascii_case(n);
+        match open.tag {
+            Tag::Iframe | Tag::Object => !readable::is_video(open.attrs),
+            Tag::Heading(1 | 2) => readable::class_weight(open.attrs) < 0.0,
+            Tag::Block if is("footer") || is("aside") => true,
+            _ if span.text < 500
+                && memmem::find(open.attrs.as_bytes(), b"share").is_some()
+                && readable::is_share(open.attrs) =>
+            {
+                true
+            }
+            Tag::Table if !data => self.cleaned_out(open),
+            Tag::Ul => self.cleaned_out(open),
+            Tag::Block if is("div") || is("form") || is("fieldset") => self.cleaned_out(open),
+            _ => false,
+        }
+    }
+
+    fn cleaned_out(&self, open: &Counted<'a>) -> bool {
+        let block = self.totals.block_since(&open.at_start);
+        let weight = readable::class_weight(open.attrs);
+        readable::cleaned_out(&block, weight, open.tag == Tag::Ul)
+    }
+
+    /// The outermost link-dense blocks inside `scope` (one element, or
+    /// the parts of an article), outside every data table and holding at
+    /// most half of its text outside links; none when what would remain
+    /// is under a quarter of its text.
+    fn dropped(&mut self, scope: &[Span]) -> Vec<usize> {
+        let dense = std::mem::take(&mut self.dense);
+        let text: usize = scope.iter().map(|s| s.text).sum();
+        let other: usize = scope.iter().map(|s| s.other_text()).sum();
+        let dense = dense
+            .into_iter()
+            .filter(|d| d.other_text() * 2 <= other)
+            .collect();
+        self.outermost(scope, dense, text).unwrap_or_default()
+    }
+
+    /// The outermost of `blocks` inside `scope` and outside every data
+    /// table, as start tags; None when what would remain of the scope's
+    /// `text` is under a quarter of it: then the blocks are the page (a
+    /// sitemap, a directory), not boxes in it.
+    fn outermost(
+        &mut self,
+        scope: &[Span],
+        mut blocks: Vec<Span>,
+        text: usize,
+    ) -> Option<Vec<usize>> {
         // Data tables hold no table, so they never nest: sorted by start,
         // the one that could hold a block is the last to start before it.
         self.data_tables.sort_unstable_by_key(|t| t.start);
@@ -246,26 +451,50 @@ impl<'a> Pass<'a> {
             let before = tables.partition_point(|t| t.start <= d.start);
             before > 0 && tables[before - 1].holds(d)
         };
-        self.dense.retain(|d| {
-            d.start > scope.start
-                && scope.holds(d)
-                && d.other_text() * 2 <= scope.other_text()
-                && !in_data(d)
-        });
-        self.dense.sort_unstable_by_key(|d| d.start);
+        blocks.retain(|d| scope.iter().any(|s| d.start > s.start && s.holds(d)) && !in_data(d));
+        blocks.sort_unstable_by_key(|d| (d.start, std::cmp::Reverse(d.end)));
         let mut outermost: Vec<Span> = Vec::new();
-        for d in self.dense {
+        for d in blocks {
             if !outermost.last().is_some_and(|o| o.holds(&d)) {
                 outermost.push(d);
             }
         }
-        let text: usize = outermost.iter().map(|d| d.text).sum();
-        // What would remain is under a quarter of the text: the links are
-        // the page (a sitemap, a directory), not boxes in it.
-        if (scope.text - text.min(scope.text)) * 4 < scope.text {
-            return Vec::new();
+        let gone: usize = outermost.iter().map(|d| d.text).sum();
+        if (text - gone.min(text)) * 4 < text {
+            return None;
         }
-        outermost.iter().map(|d| d.start).collect()
+        Some(outermost.iter().map(|d| d.start).collect())
+    }
+
+    /// The article of a page that marks no main content, and what inside
+    /// it is not article (`readable`): None when no part of the page
+    /// makes an article of `MIN_ARTICLE` bytes.
+    fn article(&mut self) -> Option<(Vec<usize>, Vec<usize>)> {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        // Closed innermost first: in document order for the lookups.
+        candidates.sort_unstable_by_key(|c| c.ordinal);
+        let parts = readable::choose(&candidates, &self.paragraphs)?;
+        let text: usize = parts.iter().map(|p| p.text).sum();
+        if text < readable::MIN_ARTICLE {
+            return None;
+        }
+        let scope: Vec<Span> = parts
+            .iter()
+            .map(|p| Span {
+                start: p.start,
+                end: p.end,
+                text: p.text,
+                link_text: p.link_text,
+            })
+            .collect();
+        let mut blocks = std::mem::take(&mut self.boxes);
+        blocks.append(&mut self.cleaned);
+        blocks.extend(self.dense.iter().copied());
+        let dropped = match self.outermost(&scope, blocks, text) {
+            Some(dropped) => dropped,
+            None => self.dropped(&scope),
+        };
+        Some((parts.iter().map(|p| p.start).collect(), dropped))
     }
 }
 
@@ -330,18 +559,30 @@ impl Survey {
         pass.pop_to(0);
         let article = if articles == 1 { pass.watched[2] } else { None };
         let spans = pass.watched_spans;
-        survey.main = pass.watched[0].or(pass.watched[1]).or(article);
+        let main = pass.watched[0].or(pass.watched[1]).or(article);
         let scope = [0, 1, 2]
             .into_iter()
-            .find(|&i| pass.watched[i].is_some() && pass.watched[i] == survey.main)
-            .and_then(|i| spans[i])
-            .unwrap_or(Span {
-                start: 0,
-                end: usize::MAX,
-                text: pass.totals.text,
-                link_text: pass.totals.link_text,
-            });
-        survey.dropped = pass.dropped(scope);
+            .find(|&i| pass.watched[i].is_some() && pass.watched[i] == main)
+            .and_then(|i| spans[i]);
+        let whole = Span {
+            start: 0,
+            end: usize::MAX,
+            text: pass.totals.text,
+            link_text: pass.totals.link_text,
+        };
+        match (main, scope) {
+            (Some(main), scope) => {
+                survey.main = vec![main];
+                survey.dropped = pass.dropped(&[scope.unwrap_or(whole)]);
+            }
+            (None, _) => match pass.article() {
+                Some((parts, dropped)) => {
+                    survey.main = parts;
+                    survey.dropped = dropped;
+                }
+                None => survey.dropped = pass.dropped(&[whole]),
+            },
+        }
         survey
     }
 }

@@ -851,3 +851,86 @@ fn link_lists_between_data_tables_go_and_those_in_them_stay() {
     assert!(!out.contains("out"), "{out}");
     assert_eq!(out.matches("| Name").count(), 4);
 }
+
+/// A page that marks no main content: a menu, a sidebar of prose, the
+/// article in a `div` of its own, and `comments`.
+fn unmarked(article: &str) -> String {
+    format!(
+        "<body><div class=\"menu\"><a href=\"/\">Home</a> <a href=\"/news\">News</a></div>\
+         <div class=\"sidebar\"><p>The sidebar's own prose, about other stories, is long \
+         enough to be a paragraph, with a comma, or two.</p></div>\
+         <div class=\"post\">{article}</div>\
+         <div class=\"comments\"><p>A reader's comment, which is prose as well, long enough, \
+         with commas, to score, were it not a comment.</p></div></body>"
+    )
+}
+
+#[test]
+fn without_a_main_element_the_article_is_where_readability_finds_it() {
+    let out = md(&unmarked(&ARTICLE.repeat(6)));
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(out.ends_with("so that it is the page."), "{out}");
+    for gone in ["Home", "sidebar", "comment"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
+
+#[test]
+fn without_a_main_element_a_short_article_is_not_trusted() {
+    // Under 500 bytes of article: the page is kept whole, boxes and all.
+    let out = md(&unmarked(ARTICLE));
+    for kept in ["Home", "sidebar", "The article says", "comment"] {
+        assert!(out.contains(kept), "{kept}: {out}");
+    }
+}
+
+#[test]
+fn sibling_paragraphs_of_prose_join_the_article_and_boxes_in_it_go() {
+    // The article's div scores most; the paragraphs beside it are prose
+    // and join it; inside it a footer, an aside and a share bar go.
+    let page = format!(
+        "<body><div class=\"wrap\"><div class=\"entry\">{}\
+         <div class=\"share\"><a href=\"/s/1\">Share</a></div>\
+         <aside><p>An aside of some length that talks about something else entirely.</p></aside>\
+         <footer><p>Filed under nothing in particular, by nobody at all, today.</p></footer>\
+         </div><p>A paragraph beside the article, in the same words as the article, long \
+         enough to be prose and not a caption.</p><p><a href=\"/next\">Next story</a></p>\
+         </div></body>",
+        ARTICLE.repeat(5)
+    );
+    let out = md(&page);
+    assert!(
+        out.ends_with("long enough to be prose and not a caption."),
+        "{out}"
+    );
+    for gone in ["Share", "aside", "Filed", "Next story"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
+
+#[test]
+fn a_list_of_references_stays_and_a_list_of_names_goes() {
+    // Both are mostly links with many commas; the references have a third
+    // of their text and more outside the links, the names do not.
+    let references: String = (0..12)
+        .map(|i| {
+            format!(
+                "<li>Author {i}, Someone (2020). <a href=\"/r/{i}\">A title, {i}</a>. \
+                 The Publisher, Somewhere.</li>"
+            )
+        })
+        .collect();
+    let names: String = (0..12)
+        .map(|i| format!("<a href=\"/u/{i}\">reader number {i}</a>, "))
+        .collect();
+    let page = format!(
+        "<main>{}<ol class=\"references\">{references}</ol><p class=\"kudos\">{names}</p></main>",
+        ARTICLE.repeat(6)
+    );
+    let out = md(&page);
+    assert!(
+        out.contains("Author 11, Someone (2020). [A title, 11]"),
+        "{out}"
+    );
+    assert!(!out.contains("reader number"), "{out}");
+}

@@ -1,0 +1,501 @@
+//! Where the article is on a page that does not say (no `<main>`, no
+//! `role="main"`, not exactly one `<article>`), and what inside it is not
+//! article: the rules of Readability, Mozilla's reader view, which is what
+//! MCP fetch and most readers keep of a page, worked on the first pass's
+//! running counts instead of a tree (decision 107 in docs/decisions.md,
+//! the rules in docs/web-fetch.md).
+//!
+//! - Elements whose class or id name a box (`comment`, `sidebar`,
+//!   `related`, `footer`, `share`, ...: `UNLIKELY`, unless they also name
+//!   content: `MAYBE`) or whose role is a menu, navigation or dialog are
+//!   not scored and not kept.
+//! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, and a `div`
+//!   with no block inside) of 25 bytes of text or more scores `1 + its
+//!   commas + one per 100 bytes (at most 3)`, given to its parent whole,
+//!   its grandparent half, and three more ancestors a third of it per
+//!   level. An ancestor starts from its kind (`div` 5, `pre`, `td` and
+//!   `blockquote` 3, lists and forms -3, headings -5) and its class and id
+//!   (25 for each that names content, -25 for each that names a box).
+//! - The element scoring most, its score times the share of its text
+//!   outside links, holds the article; where three of its near rivals
+//!   (three quarters of its score) share an ancestor, that ancestor does;
+//!   the parent of either takes over while it scores more, or holds
+//!   nothing else. Its siblings that score a fifth of it (at least 10)
+//!   and its sibling paragraphs of prose (over 80 bytes, under a quarter
+//!   links) join it.
+//! - Inside, as Readability cleans an article: footers, asides and other
+//!   embeds than video are left out; headings `h1` and `h2` whose class
+//!   names a box; small share bars; and forms, tables that are not data,
+//!   lists and `div`s with fewer than 10 commas whose class names a box,
+//!   or whose text is mostly links (a fifth, or half when the class names
+//!   content), or that hold more inputs than a third of their paragraphs,
+//!   more pictures than twice their paragraphs, or one short embed.
+//!
+//! An article shorter than `MIN_ARTICLE` bytes is not trusted: the page
+//! is then kept whole, as before.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::tags::Tag;
+use super::tokenizer::attr;
+
+/// The least text, in bytes, that a chosen article must hold.
+pub const MIN_ARTICLE: usize = 500;
+
+fn regex(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("a valid pattern")
+}
+
+static UNLIKELY: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        "(?i)-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|\
+         footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|\
+         skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|\
+         yom-remote",
+    )
+});
+static MAYBE: LazyLock<Regex> =
+    LazyLock::new(|| regex("(?i)and|article|body|column|content|main|mathjax|shadow"));
+static POSITIVE: LazyLock<Regex> = LazyLock::new(|| {
+    regex("(?i)article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story")
+});
+static NEGATIVE: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        "(?i)-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|\
+         masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|\
+         sponsor|shopping|tags|widget",
+    )
+});
+static SHARE: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)(\b|_)(share|sharedaddy)(\b|_)"));
+static VIDEO: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"(?i)//(www\.)?((dailymotion|youtube|youtube-nocookie|player\.vimeo|v\.qq)\.com|\
+          (archive|upload\.wikimedia)\.org|player\.twitch\.tv)",
+    )
+});
+
+const UNLIKELY_ROLES: [&str; 7] = [
+    "menu",
+    "menubar",
+    "complementary",
+    "navigation",
+    "alert",
+    "alertdialog",
+    "dialog",
+];
+
+/// An element's class and id, joined as Readability matches them.
+fn names(attrs: &str) -> Option<String> {
+    let class = attr(attrs, "class");
+    let id = attr(attrs, "id");
+    if class.is_none() && id.is_none() {
+        return None;
+    }
+    Some(format!(
+        "{} {}",
+        class.as_deref().unwrap_or(""),
+        id.as_deref().unwrap_or("")
+    ))
+}
+
+/// Is the element a box that is never the article (see the module)?
+pub fn is_unlikely(tag: Tag, attrs: &str) -> bool {
+    if attrs.is_empty() || matches!(tag, Tag::Body | Tag::Html | Tag::A) {
+        return false;
+    }
+    if attr(attrs, "role").is_some_and(|r| {
+        let r = r.trim();
+        UNLIKELY_ROLES.iter().any(|u| u.eq_ignore_ascii_case(r))
+    }) {
+        return true;
+    }
+    names(attrs).is_some_and(|n| UNLIKELY.is_match(&n) && !MAYBE.is_match(&n))
+}
+
+/// What the class and id say: 25 for each that names content, -25 for
+/// each that names a box.
+pub fn class_weight(attrs: &str) -> f32 {
+    let mut weight = 0.0;
+    for name in ["class", "id"] {
+        if let Some(value) = attr(attrs, name).filter(|v| !v.is_empty()) {
+            if NEGATIVE.is_match(&value) {
+                weight -= 25.0;
+            }
+            if POSITIVE.is_match(&value) {
+                weight += 25.0;
+            }
+        }
+    }
+    weight
+}
+
+/// Does the class or id name a share bar?
+pub fn is_share(attrs: &str) -> bool {
+    names(attrs).is_some_and(|n| SHARE.is_match(&n))
+}
+
+/// Is the embedded source a video, which an article keeps?
+pub fn is_video(attrs: &str) -> bool {
+    ["src", "data"]
+        .iter()
+        .filter_map(|name| attr(attrs, name))
+        .any(|src| VIDEO.is_match(&src))
+}
+
+/// An ancestor's score before its paragraphs add to it.
+pub fn base_score(tag: Tag, name: &str) -> f32 {
+    match tag {
+        Tag::Pre | Tag::Td | Tag::Blockquote => 3.0,
+        Tag::Ol | Tag::Ul | Tag::Dl | Tag::Dd | Tag::Dt | Tag::Li => -3.0,
+        Tag::Heading(_) | Tag::Th => -5.0,
+        Tag::Block if name.eq_ignore_ascii_case("div") => 5.0,
+        Tag::Block if name.eq_ignore_ascii_case("address") || name.eq_ignore_ascii_case("form") => {
+            -3.0
+        }
+        _ => 0.0,
+    }
+}
+
+/// Is an element of this kind a paragraph that scores? `block_inside`:
+/// a block opened inside it (a `div` is a paragraph only without one).
+pub fn is_paragraph(tag: Tag, name: &str, block_inside: bool) -> bool {
+    match tag {
+        Tag::P | Tag::Pre | Tag::Td => true,
+        Tag::Heading(level) => level >= 2,
+        Tag::Block => {
+            name.eq_ignore_ascii_case("section")
+                || (!block_inside && name.eq_ignore_ascii_case("div"))
+        }
+        _ => false,
+    }
+}
+
+/// What a paragraph of `text` bytes holding `commas` commas gives.
+pub fn paragraph_score(text: usize, commas: usize) -> f32 {
+    1.0 + commas as f32 + (text / 100).min(3) as f32
+}
+
+/// What a paragraph gives its ancestor `level` steps up (0: its parent).
+pub fn share(score: f32, level: usize) -> f32 {
+    match level {
+        0 => score,
+        1 => score / 2.0,
+        _ => score / (level * 3) as f32,
+    }
+}
+
+/// An element around a paragraph that scored: its start tag's ordinal,
+/// the ordinal of its last start tag inside (`end`), its parent's, its
+/// score (the five nearest ancestors of a paragraph have one) and its
+/// counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    pub ordinal: usize,
+    pub end: usize,
+    pub parent: usize,
+    pub score: Option<f32>,
+    pub text: usize,
+    pub link_text: usize,
+    /// Element children, void ones included.
+    pub children: usize,
+    /// `html` or `body`: the page's frame, never the article.
+    pub frame: bool,
+}
+
+impl Candidate {
+    fn link_density(&self) -> f32 {
+        if self.text == 0 {
+            0.0
+        } else {
+            self.link_text as f32 / self.text as f32
+        }
+    }
+
+    /// The score as the choice weighs it: what links take is taken off.
+    fn weighed(&self) -> Option<f32> {
+        self.score.map(|s| s * (1.0 - self.link_density()))
+    }
+}
+
+/// A `<p>`, which may join the article as its sibling.
+#[derive(Debug, Clone, Copy)]
+pub struct Paragraph {
+    pub ordinal: usize,
+    pub end: usize,
+    pub parent: usize,
+    pub text: usize,
+    pub link_text: usize,
+    /// Its text ends with a full stop.
+    pub sentence: bool,
+}
+
+/// A chosen part of the page: start tags `start..=end` and its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub start: usize,
+    pub end: usize,
+    pub text: usize,
+    pub link_text: usize,
+}
+
+/// The article's parts, in document order: the element that holds it and
+/// the siblings that join it. None when no element scored or the best is
+/// the page's frame.
+pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Vec<Part>> {
+    let by_ordinal = |ordinal: usize| {
+        candidates
+            .binary_search_by_key(&ordinal, |c| c.ordinal)
+            .ok()
+            .map(|i| &candidates[i])
+            .filter(|c| !c.frame)
+    };
+    let mut ranked: Vec<(&Candidate, f32)> = candidates
+        .iter()
+        .filter(|c| !c.frame)
+        .filter_map(|c| Some((c, c.weighed()?)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let &(mut top, best) = ranked.first()?;
+    if best <= 0.0 {
+        return None;
+    }
+    let ancestors = |c: &Candidate| {
+        let mut chain = Vec::new();
+        let mut at = by_ordinal(c.parent);
+        while let Some(a) = at {
+            chain.push(a.ordinal);
+            at = by_ordinal(a.parent);
+        }
+        chain
+    };
+    // Three near rivals inside one ancestor: the article is the ancestor.
+    let rivals: Vec<Vec<usize>> = ranked[1..ranked.len().min(5)]
+        .iter()
+        .filter(|(_, score)| *score >= 0.75 * best)
+        .map(|(c, _)| ancestors(c))
+        .collect();
+    if rivals.len() >= 3 {
+        for ancestor in ancestors(top) {
+            if rivals.iter().filter(|r| r.contains(&ancestor)).count() >= 3 {
+                top = by_ordinal(ancestor).expect("an ancestor is tracked");
+                break;
+            }
+        }
+    }
+    // A parent scoring more than the way up holds more of the article.
+    let score = top.weighed().unwrap_or(0.0);
+    let threshold = score / 3.0;
+    let mut last = score;
+    let mut at = by_ordinal(top.parent);
+    while let Some(parent) = at {
+        at = by_ordinal(parent.parent);
+        let Some(score) = parent.weighed() else {
+            continue;
+        };
+        if score < threshold {
+            break;
+        }
+        if score > last {
+            top = parent;
+            break;
+        }
+        last = score;
+    }
+    // A parent holding nothing else is the article as much.
+    while let Some(parent) = by_ordinal(top.parent).filter(|p| p.children == 1) {
+        top = parent;
+    }
+    let threshold = (top.weighed().unwrap_or(0.0) * 0.2).max(10.0);
+    let mut parts = vec![Part {
+        start: top.ordinal,
+        end: top.end,
+        text: top.text,
+        link_text: top.link_text,
+    }];
+    for c in candidates {
+        if c.parent == top.parent
+            && c.ordinal != top.ordinal
+            && c.weighed().is_some_and(|s| s >= threshold)
+        {
+            parts.push(Part {
+                start: c.ordinal,
+                end: c.end,
+                text: c.text,
+                link_text: c.link_text,
+            });
+        }
+    }
+    for p in paragraphs {
+        if p.parent != top.parent || p.ordinal == top.ordinal {
+            continue;
+        }
+        let density = p.link_text as f32 / p.text.max(1) as f32;
+        let prose = (p.text > 80 && density < 0.25)
+            || (p.text > 0 && p.text <= 80 && p.link_text == 0 && p.sentence);
+        if prose {
+            parts.push(Part {
+                start: p.ordinal,
+                end: p.end,
+                text: p.text,
+                link_text: p.link_text,
+            });
+        }
+    }
+    parts.sort_unstable_by_key(|p| p.start);
+    parts.dedup_by_key(|p| p.start);
+    Some(parts)
+}
+
+/// What Readability counts of a block it may clean out of an article.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Block {
+    pub text: usize,
+    pub link_text: usize,
+    pub commas: usize,
+    pub paragraphs: usize,
+    pub items: usize,
+    pub images: usize,
+    pub inputs: usize,
+    pub embeds: usize,
+    pub heading_text: usize,
+    pub list_text: usize,
+}
+
+/// Does an article leave out this form, table that is not data, list or
+/// `div` (`weight`: its class weight; `list`: it is a list)?
+pub fn cleaned_out(b: &Block, weight: f32, list: bool) -> bool {
+    if weight < 0.0 {
+        return true;
+    }
+    if b.commas >= 10 {
+        return false;
+    }
+    let list = list || b.list_text * 10 > b.text * 9;
+    let density = b.link_text as f32 / b.text.max(1) as f32;
+    let headings = b.heading_text as f32 / b.text.max(1) as f32;
+    (b.images > 1 && b.paragraphs * 2 < b.images)
+        || (!list && b.items > b.paragraphs + 100)
+        || b.inputs > b.paragraphs / 3
+        || (!list
+            && headings < 0.9
+            && b.text < 25
+            && (b.images == 0 || b.images > 2)
+            && density > 0.0)
+        || (!list && weight < 25.0 && density > 0.2)
+        || (weight >= 25.0 && density > 0.5)
+        || (b.embeds == 1 && b.text < 75)
+        || b.embeds > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(ordinal: usize, end: usize, parent: usize, score: f32, text: usize) -> Candidate {
+        Candidate {
+            ordinal,
+            end,
+            parent,
+            score: Some(score),
+            text,
+            link_text: 0,
+            children: 2,
+            frame: false,
+        }
+    }
+
+    #[test]
+    fn boxes_are_named_by_class_or_role_and_content_names_win() {
+        assert!(is_unlikely(Tag::Block, r#"class="comments""#));
+        assert!(is_unlikely(Tag::Block, r#"id="sidebar""#));
+        assert!(is_unlikely(Tag::Ul, r#"role="navigation""#));
+        assert!(!is_unlikely(Tag::Block, r#"class="comment-content""#));
+        assert!(!is_unlikely(Tag::Block, r#"class="story""#));
+        assert!(!is_unlikely(Tag::Body, r#"class="sidebar""#));
+        assert!(!is_unlikely(Tag::Block, ""));
+    }
+
+    #[test]
+    fn class_weight_counts_class_and_id() {
+        assert_eq!(class_weight(r#"class="post" id="comments""#), 0.0);
+        assert_eq!(class_weight(r#"class="entry-content""#), 25.0);
+        assert_eq!(class_weight(r#"class="share widget" id="promo""#), -50.0);
+        assert_eq!(class_weight(""), 0.0);
+    }
+
+    #[test]
+    fn the_best_scorer_and_its_worthy_siblings_are_the_article() {
+        // 1 body > 2 div (article, 40) + 9 div (box, 2) + 12 p (prose).
+        let candidates = [
+            Candidate {
+                frame: true,
+                ..candidate(1, 20, 0, 50.0, 900)
+            },
+            candidate(2, 8, 1, 40.0, 600),
+            candidate(9, 11, 1, 2.0, 30),
+        ];
+        let paragraphs = [Paragraph {
+            ordinal: 12,
+            end: 12,
+            parent: 1,
+            text: 120,
+            link_text: 0,
+            sentence: true,
+        }];
+        let parts = choose(&candidates, &paragraphs).unwrap();
+        let starts: Vec<usize> = parts.iter().map(|p| p.start).collect();
+        assert_eq!(starts, [2, 12]);
+    }
+
+    #[test]
+    fn an_ancestor_scoring_more_than_the_way_up_takes_over_and_links_weigh_nothing() {
+        // 2 (45) > 3 (30) > 4 (50); 9 scores most, but is all links.
+        let candidates = [
+            candidate(2, 30, 1, 45.0, 1000),
+            candidate(3, 8, 2, 30.0, 600),
+            candidate(4, 8, 3, 50.0, 500),
+            Candidate {
+                link_text: 900,
+                ..candidate(9, 12, 2, 90.0, 1000)
+            },
+        ];
+        let parts = choose(&candidates, &[]).unwrap();
+        assert_eq!(parts[0].start, 2);
+    }
+
+    #[test]
+    fn nothing_is_chosen_without_a_score() {
+        assert!(choose(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn cleaning_spares_prose_and_lists_and_takes_link_boxes() {
+        let prose = Block {
+            text: 400,
+            link_text: 40,
+            commas: 3,
+            paragraphs: 3,
+            ..Block::default()
+        };
+        assert!(!cleaned_out(&prose, 0.0, false));
+        let links = Block {
+            link_text: 200,
+            ..prose
+        };
+        assert!(cleaned_out(&links, 0.0, false));
+        assert!(!cleaned_out(&links, 0.0, true));
+        assert!(!cleaned_out(
+            &Block {
+                commas: 12,
+                ..links
+            },
+            0.0,
+            false
+        ));
+        assert!(cleaned_out(&prose, -25.0, false));
+        let form = Block { inputs: 3, ..prose };
+        assert!(cleaned_out(&form, 0.0, false));
+    }
+}
