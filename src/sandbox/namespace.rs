@@ -203,7 +203,14 @@ extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
     // them sets here: they cannot fail, and pause returns only after a
     // handler ran, and every signal with one is blocked or never sent).
     unsafe {
-        libc::syscall(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::syscall(
+            libc::SYS_prctl,
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL,
+            0,
+            0,
+            0,
+        );
         // The parent may have ended before the line above.
         if libc::syscall(libc::SYS_getppid) != parent as usize as libc::c_long {
             libc::syscall(libc::SYS_exit, 0);
