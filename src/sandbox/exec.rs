@@ -183,7 +183,7 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     };
     // Built before the fork, so the tool and everything it starts inherit
     // it; this process runs nothing of the tool's.
-    if let Err(e) = build_fence(&request.fence, request.best_effort) {
+    if let Err(e) = build_fence(&request.fence, request.best_effort, true) {
         return fail(&e);
     }
     // SAFETY: getpid has no failure. This process is single-threaded
@@ -259,13 +259,14 @@ pub(super) fn fail(what: &str) -> ExitCode {
 /// kernel lacks are skipped. In order: the call's namespace (its mounts
 /// need the namespace's capabilities), Landlock, seccomp, and last every
 /// capability dropped. The scopes (`landlock::scope`) go on the tool's
-/// process alone, after this.
-pub(super) fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String> {
+/// process alone, after this. With `hold`, this is the containment
+/// process, and the namespace is held past its end (decision 108).
+pub(super) fn build_fence(fence: &Fence, best_effort: bool, hold: bool) -> Result<(), String> {
     if !fence.mode.confines() {
         return Ok(());
     }
     if fence.guard.namespace {
-        namespace::enter(fence)?;
+        namespace::enter(fence, hold)?;
     }
     if !best_effort || landlock::abi_version().is_some() {
         landlock::restrict(fence.mode, &fence.writable)?;
@@ -279,7 +280,7 @@ pub(super) fn build_fence(fence: &Fence, best_effort: bool) -> Result<(), String
 /// The fence of a tool's own process, built where the tool runs (the
 /// spawner's tool process, the worker): the fence, then the scopes.
 pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String> {
-    build_fence(fence, best_effort)?;
+    build_fence(fence, best_effort, false)?;
     if fence.mode.confines() {
         if let Err(e) = landlock::scope() {
             if !best_effort {
@@ -499,8 +500,19 @@ fn kill_descendants() {
 }
 
 /// Every live or unreaped descendant, from /proc's lists of children (or a
-/// scan of all processes, where the kernel keeps no such lists).
+/// scan of all processes, where the kernel keeps no such lists), but the
+/// namespace's holder: it runs nothing of the call's and ends with this
+/// process (decision 108); killing it here would put the namespace's end
+/// back on the call's way.
 fn descendants() -> Vec<libc::pid_t> {
+    let mut found = all_descendants();
+    if let Some(holder) = namespace::holder() {
+        found.retain(|&pid| pid != holder);
+    }
+    found
+}
+
+fn all_descendants() -> Vec<libc::pid_t> {
     // SAFETY: getpid has no failure.
     let me = unsafe { libc::getpid() };
     let mut found = Vec::new();

@@ -31,6 +31,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::{Fence, Mode};
 
@@ -95,8 +96,10 @@ pub fn available() -> bool {
 
 /// Enters the call's namespace and makes its mounts, when there is
 /// anything to cover. This process must be single-threaded (the kernel's
-/// rule for a new user namespace).
-pub fn enter(fence: &Fence) -> Result<(), String> {
+/// rule for a new user namespace). With `hold`, a namespace made is also
+/// held by a process of its own ([`holder`], decision 108), so that its
+/// end is not in the exit of this process.
+pub fn enter(fence: &Fence, hold: bool) -> Result<(), String> {
     let plan = Plan::of(fence);
     if plan == Plan::default() {
         // Nothing to cover: a namespace would cost its making and its end
@@ -115,6 +118,9 @@ pub fn enter(fence: &Fence) -> Result<(), String> {
     }
     map_ids(uid, gid)?;
     plan.apply()?;
+    if hold {
+        start_holder();
+    }
     // A working directory inside a path just mounted over still points
     // below the mount (run from `~/.config/ikigai`, it would write there):
     // entering it again by name puts it on top.
@@ -123,6 +129,96 @@ pub fn enter(fence: &Fence) -> Result<(), String> {
             .map_err(|e| format!("cannot enter {} again: {e}", dir.display()))?;
     }
     Ok(())
+}
+
+/// The pid of the process holding this process's namespace, 0 when none.
+static HOLDER: AtomicI32 = AtomicI32::new(0);
+
+/// The process that holds the namespace this process made (decision 108),
+/// if it made one with `hold`. It is this process's child, but one that
+/// `waitpid` without `__WALL` does not see (it reports its end by no
+/// signal), so containment's wait for "no child left" is not kept by it;
+/// whoever lists this process's children must leave it out.
+pub fn holder() -> Option<libc::pid_t> {
+    match HOLDER.load(Ordering::Relaxed) {
+        0 => None,
+        pid => Some(pid),
+    }
+}
+
+/// Starts the holder: a process that shares this one's memory
+/// (`CLONE_VM`: no page tables copied, and the memory is freed by the
+/// last of the two to end), is in the namespace just made, and does
+/// nothing but wait for SIGKILL, which the kernel sends it when this
+/// process ends (`PR_SET_PDEATHSIG`). When the last process in a mount
+/// namespace ends, the kernel unmounts its whole tree and waits for an
+/// RCU grace period (`namespace_unlock`), milliseconds on a loaded
+/// machine; with the holder, that happens in the holder's end, after this
+/// process's parent has seen it end, and not on the call's way back.
+/// The holder runs no code of the tool's, is made before the tool's
+/// Landlock domain (so the tool cannot signal it) and shares this
+/// process's non-dumpable memory (so it cannot be traced); it gives the
+/// tool nothing this process did not. Without it (the clone refused),
+/// the namespace simply ends with this process, as before.
+fn start_holder() {
+    const STACK: usize = 64 * 1024;
+    // SAFETY: an anonymous private mapping, never unmapped: the holder runs
+    // on it until it is killed (the mapping goes with the shared memory).
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return;
+    }
+    // SAFETY: getpid has no failure.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the child runs `hold` on its own stack (the top of the
+    // mapping above) in this memory; `hold` makes only system calls and
+    // touches nothing this process uses. No exit signal: only a wait with
+    // `__WALL` or `__WCLONE` sees it.
+    let pid = unsafe {
+        libc::clone(
+            hold,
+            stack.cast::<u8>().add(STACK).cast(),
+            libc::CLONE_VM,
+            parent as usize as *mut libc::c_void,
+        )
+    };
+    if pid > 0 {
+        HOLDER.store(pid, Ordering::Relaxed);
+    }
+}
+
+/// The holder's body: die with the parent, and wait for it.
+extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: plain system calls on this process; none of them returns
+    // into code that uses the shared memory (errno aside, which none of
+    // them sets here: they cannot fail, and pause returns only after a
+    // handler ran, and every signal with one is blocked or never sent).
+    unsafe {
+        libc::syscall(
+            libc::SYS_prctl,
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL,
+            0,
+            0,
+            0,
+        );
+        // The parent may have ended before the line above.
+        if libc::syscall(libc::SYS_getppid) != parent as usize as libc::c_long {
+            libc::syscall(libc::SYS_exit, 0);
+        }
+        loop {
+            libc::syscall(libc::SYS_pause);
+        }
+    }
 }
 
 /// Maps the user's own uid and gid to themselves in the new namespace.
@@ -179,7 +275,7 @@ impl Plan {
             protect.extend(git_paths(dir));
         }
         for path in protect {
-            if let Ok(real) = path.canonicalize() {
+            if let Some(real) = real_path(&path) {
                 if writable.iter().any(|w| real.starts_with(w)) && !plan.read_only.contains(&real) {
                     plan.read_only.push(real);
                 }
@@ -209,7 +305,7 @@ impl Plan {
     /// Covers `path`, or, when a path given back lies inside it, each of
     /// its entries that is not given back.
     fn hide(&mut self, path: &Path, allow: &[PathBuf]) {
-        let Ok(real) = path.canonicalize() else {
+        let Some(real) = real_path(path) else {
             return;
         };
         if allow.iter().any(|a| a == path || *a == real) {
@@ -265,6 +361,15 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// `path` with every link resolved, when it exists. Most of the guard's
+/// paths do not (a home without `.aws`, `.zshrc`...): one `stat` says so,
+/// where resolving asks `readlink` of each component (about 100 µs for
+/// the 28 paths of a home, decision 108).
+fn real_path(path: &Path) -> Option<PathBuf> {
+    std::fs::metadata(path).ok()?;
+    path.canonicalize().ok()
 }
 
 /// A writable directory's repository files that run code later: its

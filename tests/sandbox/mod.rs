@@ -566,6 +566,56 @@ fn setsid_and_double_fork_do_not_outlive_the_call() {
     }
 }
 
+/// Decision 107: the call's namespace is held past the containment
+/// process's end by a process of its own, which the tool cannot reach and
+/// which ends right after the call, leaving nothing behind; containment
+/// still kills what the tool left, and the exit code is the tool's.
+#[test]
+fn the_namespace_holder_ends_with_the_call() {
+    let Some(abi) = landlock() else {
+        return;
+    };
+    let w = World::new();
+    let secret = w.ws.join("secret");
+    std::fs::write(&secret, "s").unwrap();
+    let m = marker();
+    let out = crate::common::run_main()
+        .args(["sandbox-exec", "--mode", "workspace-write", "--writable"])
+        .arg(&w.ws)
+        .arg("--hide")
+        .arg(&secret)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo $$; cat /proc/$PPID/task/*/children; echo; cat secret; \
+             for p in $(cat /proc/$PPID/task/*/children); do \
+               [ $p = $$ ] || ! kill -9 $p 2>/dev/null || echo killed $p; \
+             done; (sleep {m} &); exit 3"
+        ))
+        .dir(&w.ws)
+        .output();
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("Permission denied"), "{out:?}");
+    let mut lines = out.stdout.lines();
+    let me: i32 = lines.next().unwrap().trim().parse().unwrap();
+    let others: Vec<i32> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .filter(|&p| p != me)
+        .collect();
+    assert_eq!(others.len(), 1, "the holder, and only it: {out:?}");
+    if abi >= 6 {
+        // The scopes: the tool may not signal it.
+        assert!(!out.stdout.contains("killed"), "{out:?}");
+    }
+    assert!(
+        crate::mcp::eventually(|| !crate::mcp::alive(others[0])),
+        "the holder outlived its call"
+    );
+    assert!(all_gone(&m), "a process outlived its call");
+}
+
 #[test]
 fn a_timeout_kills_processes_that_left_the_group() {
     let w = World::new();
