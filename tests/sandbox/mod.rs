@@ -566,7 +566,7 @@ fn setsid_and_double_fork_do_not_outlive_the_call() {
     }
 }
 
-/// Decision 107: the call's namespace is held past the containment
+/// Decision 108: the call's namespace is held past the containment
 /// process's end by a process of its own, which the tool cannot reach and
 /// which ends right after the call, leaving nothing behind; containment
 /// still kills what the tool left, and the exit code is the tool's.
