@@ -29,7 +29,9 @@
 //!   lists and `div`s with fewer than 10 commas whose class names a box,
 //!   or whose text is mostly links (a fifth, or half when the class names
 //!   content), or that hold more inputs than a third of their paragraphs,
-//!   more pictures than twice their paragraphs, or one short embed.
+//!   more pictures than twice their paragraphs, or one short embed; but
+//!   never a block holding most of the article's text outside links (the
+//!   blocks inside it are looked at instead).
 //!
 //! An article shorter than `MIN_ARTICLE` bytes is not trusted: the page
 //! is then kept whole, as before.

@@ -377,6 +377,10 @@ impl<'a> Pass<'a> {
                 frame: matches!(open.tag, Tag::Html | Tag::Body),
             });
         }
+        if open.tag == Tag::Block && !open.block_inside && open.name.eq_ignore_ascii_case("div") {
+            // Readability reads such a div as a paragraph.
+            self.totals.paragraphs += 1;
+        }
         if open.tag == Tag::P {
             self.paragraphs.push(Paragraph {
                 ordinal: open.ordinal,
@@ -487,9 +491,14 @@ impl<'a> Pass<'a> {
                 link_text: p.link_text,
             })
             .collect();
+        // A block holding most of the article's own words is the article,
+        // whatever its class or counts say: the blocks inside it are
+        // looked at instead.
+        let other: usize = scope.iter().map(|s| s.other_text()).sum();
         let mut blocks = std::mem::take(&mut self.boxes);
         blocks.append(&mut self.cleaned);
         blocks.extend(self.dense.iter().copied());
+        blocks.retain(|b| b.other_text() * 2 <= other);
         let dropped = match self.outermost(&scope, blocks, text) {
             Some(dropped) => dropped,
             None => self.dropped(&scope),

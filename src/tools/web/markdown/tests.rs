@@ -934,3 +934,27 @@ fn a_list_of_references_stays_and_a_list_of_names_goes() {
     );
     assert!(!out.contains("reader number"), "{out}");
 }
+
+#[test]
+fn a_block_holding_most_of_the_article_is_never_cleaned_out() {
+    // An article of `<br>`-separated lines in a div, beside tracking
+    // pictures: by Readability's counts (pictures, no paragraph) the div
+    // would go; it holds the article, so only its boxes do.
+    let lines: String = (0..8)
+        .map(|i| {
+            format!(
+                "Line {i} of the story goes on in the story's own words and is long enough.<br>"
+            )
+        })
+        .collect();
+    let page = format!(
+        "<body><div class=\"nav\"><a href=\"/\">Home</a></div><div class=\"wrap\">\
+         <div>{lines}<img src=\"/t1.gif\"><img src=\"/t2.gif\">\
+         <img src=\"/t3.gif\"></div><div class=\"share\"><a href=\"/s\">Share</a></div>\
+         </div></body>"
+    );
+    let out = md(&page);
+    assert!(out.starts_with("Line 0 of the story"), "{out}");
+    assert!(out.contains("Line 7 of the story"), "{out}");
+    assert!(!out.contains("Share") && !out.contains("Home"), "{out}");
+}
