@@ -36,7 +36,7 @@ use std::borrow::Cow;
 use memchr::memmem;
 
 use super::survey::Survey;
-use super::tags::{closed_by_end, kept_before_start, Element, Tag};
+use super::tags::{closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, StartTag, Token, Tokenizer};
 use super::url::{resolve, scheme_of};
@@ -192,6 +192,8 @@ struct Converter<'a> {
     target: &'a [usize],
     ordinal: usize,
     stack: Vec<Open<'a>>,
+    /// The kinds of open elements that start tags close, counted.
+    counts: OpenCounts,
     /// The document's writer, then one per table cell being written.
     writers: Vec<Writer>,
     tables: Vec<Table>,
@@ -222,6 +224,7 @@ impl<'a> Converter<'a> {
             target,
             ordinal: 0,
             stack: Vec::new(),
+            counts: OpenCounts::default(),
             writers: vec![Writer::default()],
             tables: Vec::new(),
             lists: Vec::new(),
@@ -352,6 +355,7 @@ impl<'a> Converter<'a> {
         } else {
             Kind::Plain
         };
+        self.counts.push(kind);
         self.stack.push(Open {
             tag: kind,
             name: tag.name,
@@ -368,7 +372,7 @@ impl<'a> Converter<'a> {
             }
             return;
         }
-        let found = closed_by_end(&self.stack, name);
+        let found = closed_by_end_tag(&self.stack, name, tag);
         match found {
             Some(i) => self.pop_to(i),
             // `</p>` without a `<p>` is an empty paragraph.
@@ -379,7 +383,7 @@ impl<'a> Converter<'a> {
 
     /// Closes what HTML closes before `tag` opens.
     fn close_implied(&mut self, tag: Tag) {
-        if let Some(i) = kept_before_start(&self.stack, tag) {
+        if let Some(i) = kept_before_start_counted(&self.stack, tag, &self.counts) {
             self.pop_to(i);
         }
     }
@@ -387,6 +391,7 @@ impl<'a> Converter<'a> {
     fn pop_to(&mut self, len: usize) {
         while self.stack.len() > len {
             let open = self.stack.pop().expect("longer than len");
+            self.counts.pop(open.tag);
             let index = self.stack.len();
             self.close(open);
             if self.skip_from == Some(index) {
@@ -789,6 +794,10 @@ fn escape_label(text: &str) -> Cow<'_, str> {
 /// or an inline style of `display: none` / `visibility: hidden`?
 fn is_hidden(attrs: &str) -> bool {
     let bytes = attrs.as_bytes();
+    if bytes.len() < 6 {
+        // Too short for `hidden` or `style=...none`.
+        return false;
+    }
     let hidden = memmem::find(bytes, b"hidden").is_some();
     if !hidden && memmem::find(bytes, b"none").is_none() {
         return false;

@@ -43,19 +43,17 @@ pub struct Tokenizer<'a> {
 
 /// Elements whose content is not markup.
 fn is_raw_text(name: &str) -> bool {
-    const RAW: &[&str] = &[
-        "script",
-        "style",
-        "textarea",
-        "title",
-        "xmp",
-        "iframe",
-        "noembed",
-        "noframes",
-        "noscript",
-        "plaintext",
-    ];
-    name.len() <= 9 && RAW.iter().any(|raw| raw.eq_ignore_ascii_case(name))
+    // By length first: every start tag asks.
+    let is = |raw: &str| name.eq_ignore_ascii_case(raw);
+    match name.len() {
+        3 => is("xmp"),
+        5 => is("style") || is("title"),
+        6 => is("script") || is("iframe"),
+        7 => is("noembed"),
+        8 => is("textarea") || is("noframes") || is("noscript"),
+        9 => is("plaintext"),
+        _ => false,
+    }
 }
 
 impl<'a> Tokenizer<'a> {

@@ -4,6 +4,8 @@
 //! taken from the base and the dot segments of the path change. Used for
 //! the links and images of a converted page and for redirect `Location`s.
 
+use std::borrow::Cow;
+
 /// `reference` made absolute against `base` (an absolute URL). A reference
 /// that has a scheme of its own is returned as it is.
 pub fn resolve(base: &str, reference: &str) -> String {
@@ -23,7 +25,7 @@ pub fn resolve(base: &str, reference: &str) -> String {
         if !after.starts_with('?') {
             return format!("{}{}{after}", base.origin(), base.path_and_query());
         }
-        base.path.to_string()
+        Cow::Borrowed(base.path)
     } else if path.starts_with('/') {
         remove_dots(path)
     } else {
@@ -31,9 +33,16 @@ pub fn resolve(base: &str, reference: &str) -> String {
             Some(i) => &base.path[..=i],
             None => "/",
         };
-        remove_dots(&format!("{dir}{path}"))
+        Cow::Owned(remove_dots(&format!("{dir}{path}")).into_owned())
     };
-    format!("{}{path}{after}", base.origin())
+    // Put together in one allocation: a page resolves every link.
+    let mut url = String::with_capacity(
+        base.scheme.len() + 3 + base.authority.len() + path.len() + after.len(),
+    );
+    for part in [base.scheme, "://", base.authority, &path, after] {
+        url.push_str(part);
+    }
+    url
 }
 
 /// The scheme of an absolute URL (`https` of `https://...`, `mailto` of
@@ -94,9 +103,9 @@ fn split_path(reference: &str) -> (&str, &str) {
 }
 
 /// The path with its `.` and `..` segments applied.
-fn remove_dots(path: &str) -> String {
+fn remove_dots(path: &str) -> Cow<'_, str> {
     if !path.contains("/.") && !path.starts_with('.') {
-        return path.to_string();
+        return Cow::Borrowed(path);
     }
     let mut out: Vec<&str> = Vec::new();
     let segments: Vec<&str> = path.split('/').collect();
@@ -120,11 +129,11 @@ fn remove_dots(path: &str) -> String {
         }
     }
     let joined = out.join("/");
-    if path.starts_with('/') && !joined.starts_with('/') {
+    Cow::Owned(if path.starts_with('/') && !joined.starts_with('/') {
         format!("/{joined}")
     } else {
         joined
-    }
+    })
 }
 
 #[cfg(test)]

@@ -177,19 +177,57 @@ impl Writer {
     pub fn text(&mut self, text: &str) {
         let bytes = text.as_bytes();
         let mut i = 0;
-        while i < bytes.len() {
-            if is_space(bytes[i]) {
-                while i < bytes.len() && is_space(bytes[i]) {
+        while i < bytes.len() && is_space(bytes[i]) {
+            i += 1;
+        }
+        if i > 0 {
+            self.space();
+        }
+        if i == bytes.len() {
+            return;
+        }
+        // The first word goes through `word`, which writes what is pending
+        // before it; after a word nothing is pending, so each later run of
+        // whitespace is one space and the words are copied as they are:
+        // runs of single spaces between words in one piece.
+        let start = i;
+        while i < bytes.len() && !is_space(bytes[i]) {
+            i += 1;
+        }
+        self.word(&text[start..i]);
+        let mut end = bytes.len();
+        while end > i && is_space(bytes[end - 1]) {
+            end -= 1;
+        }
+        // `bytes[i..end]` starts with whitespace (or is empty) and ends
+        // with a word.
+        let mut copied = i;
+        while i < end {
+            if i + 9 <= end {
+                // Eight bytes at a time while none may start a run of
+                // whitespace other than one space.
+                let flagged = irregular_spaces(load(bytes, i), load(bytes, i + 1));
+                if flagged == 0 {
+                    i += 8;
+                    continue;
+                }
+                i += flagged.trailing_zeros() as usize / 8;
+            }
+            let b = bytes[i];
+            if !is_space(b) || (b == b' ' && !is_space(bytes[i + 1])) {
+                i += 1;
+            } else {
+                self.out.push_str(&text[copied..i]);
+                self.out.push(' ');
+                while is_space(bytes[i]) {
                     i += 1;
                 }
-                self.space();
-                continue;
+                copied = i;
             }
-            let start = i;
-            while i < bytes.len() && !is_space(bytes[i]) {
-                i += 1;
-            }
-            self.word(&text[start..i]);
+        }
+        self.out.push_str(&text[copied..end]);
+        if end < bytes.len() {
+            self.space();
         }
     }
 
@@ -467,6 +505,32 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
 }
 
+/// The eight bytes of `bytes` at `at`, the first the lowest.
+fn load(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` below `n` (`n` at most 0x80), set
+/// exactly: no carry crosses a byte.
+fn bytes_below(word: u64, n: u8) -> u64 {
+    let t = (word & !HIGH) + LOW * u64::from(0x80 - n);
+    !(t | word) & HIGH
+}
+
+/// The high bit of each byte of `word` (the bytes at some `i`; `next`:
+/// those at `i + 1`) where a run of whitespace other than one space may
+/// start: a byte below `' '`, or a space before a byte at most `' '`. A
+/// superset: control characters that are not whitespace are flagged too.
+fn irregular_spaces(word: u64, next: u64) -> u64 {
+    let spaces = bytes_below(word ^ (LOW * u64::from(b' ')), 1);
+    bytes_below(word, b' ') | (spaces & bytes_below(next, b' ' + 1))
+}
+
 /// The longest run of `c` in `text`.
 pub fn longest_run(text: &str, c: char) -> usize {
     let mut longest = 0;
@@ -632,6 +696,73 @@ mod tests {
         w.block();
         w.text("two");
         assert_eq!(drained + &w.finish(), "one\n\ntwo");
+    }
+
+    /// `Writer::text` as it was written first: each word through `word`.
+    fn text_by_words(w: &mut Writer, text: &str) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if is_space(bytes[i]) {
+                while i < bytes.len() && is_space(bytes[i]) {
+                    i += 1;
+                }
+                w.space();
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && !is_space(bytes[i]) {
+                i += 1;
+            }
+            w.word(&text[start..i]);
+        }
+    }
+
+    #[test]
+    fn text_copies_runs_as_words_would() {
+        // Every mix of words, single spaces, other whitespace, control
+        // characters that are not whitespace and non-ASCII text, long
+        // enough to take the eight-byte steps, after each pending state.
+        let parts = [
+            "ab",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            " \r\n ",
+            "\x01",
+            "é",
+            "\x0c",
+            "xyzxyzxyz",
+        ];
+        let mut seed = 7u64;
+        for case in 0..4000 {
+            let mut text = String::new();
+            for _ in 0..case % 40 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(parts[(seed >> 33) as usize % parts.len()]);
+            }
+            let mut fast = Writer::default();
+            let mut slow = Writer::default();
+            for w in [&mut fast, &mut slow] {
+                match case % 4 {
+                    0 => {}
+                    1 => w.open_mark("**"),
+                    2 => {
+                        w.text("before");
+                        w.block();
+                    }
+                    _ => w.open_item("* ".into()),
+                }
+            }
+            fast.text(&text);
+            text_by_words(&mut slow, &text);
+            fast.text("end");
+            slow.text("end");
+            assert_eq!(fast.finish(), slow.finish(), "{text:?}");
+        }
     }
 
     #[test]
