@@ -28,7 +28,7 @@
 //!
 //! A block's link density is known only at its end, and the converter
 //! writes as it goes, so this pass measures every block, with the same
-//! stack of open elements as the converter (`tags::kept_before_start`,
+//! stack of open elements as the converter (`tags::kept_before_start_counted`,
 //! `tags::closed_by_end`), and hands on the start tags of the blocks to
 //! leave out, counted in document order as the converter counts them. The
 //! counts are running totals (bytes of text, of link text, links) read at
@@ -38,7 +38,7 @@ use memchr::memmem;
 
 use super::markdown::MAX_DEPTH;
 use super::readable::{self, Block, Candidate, Paragraph};
-use super::tags::{closed_by_end, kept_before_start, Element, Tag};
+use super::tags::{closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, Token, Tokenizer};
 
@@ -179,6 +179,9 @@ fn is_candidate(tag: Tag) -> bool {
 #[derive(Default)]
 struct Pass<'a> {
     stack: Vec<Counted<'a>>,
+    /// The open `p`, `li`, `dt`/`dd` and `a`, so that most start tags
+    /// skip a search of the stack that cannot find anything.
+    counts: OpenCounts,
     /// Stack indices of the open tables, innermost last.
     tables: Vec<usize>,
     totals: Totals,
@@ -210,7 +213,7 @@ impl<'a> Pass<'a> {
         if tag == Tag::Source {
             return;
         }
-        if let Some(keep) = kept_before_start(&self.stack, tag) {
+        if let Some(keep) = kept_before_start_counted(&self.stack, tag, &self.counts) {
             self.pop_to(keep);
         }
         if let Some(parent) = self.stack.last_mut() {
@@ -256,10 +259,11 @@ impl<'a> Pass<'a> {
             self.totals.links += 1;
             self.in_link += 1;
         }
-        let unlikely = !attrs.is_empty() && readable::is_unlikely(tag, attrs);
+        let unlikely = self.readable() && !attrs.is_empty() && readable::is_unlikely(tag, attrs);
         self.unlikely += usize::from(unlikely);
         self.in_heading += usize::from(matches!(tag, Tag::Heading(_)));
         self.in_list += usize::from(matches!(tag, Tag::Ul | Tag::Ol));
+        self.counts.push(tag);
         self.stack.push(Counted {
             tag,
             name,
@@ -285,7 +289,8 @@ impl<'a> Pass<'a> {
             return;
         }
         self.totals.text += n;
-        self.totals.commas += memchr::memchr_iter(b',', text.as_bytes()).count();
+        // A plain count: most runs are short, where memchr's setup costs more.
+        self.totals.commas += text.bytes().filter(|&b| b == b',').count();
         self.last_byte = text.as_bytes()[n - 1];
         if self.in_link > 0 {
             self.totals.link_text += n;
@@ -301,6 +306,7 @@ impl<'a> Pass<'a> {
     fn pop_to(&mut self, len: usize) {
         while self.stack.len() > len {
             let open = self.stack.pop().expect("longer than len");
+            self.counts.pop(open.tag);
             if open.link {
                 self.in_link -= 1;
             }
@@ -339,6 +345,9 @@ impl<'a> Pass<'a> {
     fn readability(&mut self, open: &Counted<'a>, span: Span, data: bool) {
         self.in_heading -= usize::from(matches!(open.tag, Tag::Heading(_)));
         self.in_list -= usize::from(matches!(open.tag, Tag::Ul | Tag::Ol));
+        if !self.readable() {
+            return;
+        }
         if open.unlikely {
             self.unlikely -= 1;
             self.boxes.push(span);
@@ -394,6 +403,13 @@ impl<'a> Pass<'a> {
         if self.cleans(open, &span, data) {
             self.cleaned.push(span);
         }
+    }
+
+    /// Is Readability's view still needed? Not once a `<main>` or a
+    /// `role="main"` has opened: the page marks its main content, and no
+    /// article is looked for (an element opened before stays counted).
+    fn readable(&self) -> bool {
+        self.watched[0].is_none() && self.watched[1].is_none()
     }
 
     /// Would Readability clean an article of this element?
@@ -556,8 +572,9 @@ impl Survey {
                 }
                 Token::End(name) => {
                     in_title = false;
-                    if Tag::of(name) != Tag::Br {
-                        if let Some(i) = closed_by_end(&pass.stack, name) {
+                    let tag = Tag::of(name);
+                    if tag != Tag::Br {
+                        if let Some(i) = closed_by_end_tag(&pass.stack, name, tag) {
                             pass.pop_to(i);
                         }
                     }
