@@ -432,6 +432,9 @@ fn hr_and_entities() {
 fn tag_soup_never_panics() {
     // Random documents from fragments that exercise every rule, nested and
     // closed in any order; a fixed seed, so a failure reproduces.
+    // Often enough that one page in twenty holds an article of 500 bytes.
+    const LONG: &str = "The article's own words go on, clause after clause, with commas, \
+         until a paragraph scores, and then a little further. ";
     const PARTS: &[&str] = &[
         "<p>",
         "</p>",
@@ -531,6 +534,28 @@ fn tag_soup_never_panics() {
         "<pre>",
         "<select>",
         "<option>",
+        // Readability's view of a page without a main element (decision
+        // 107): boxes by class and role, scoring blocks, cleaned blocks,
+        // and prose long enough to score and to make an article.
+        "<div class=\"comments\">",
+        "<div class=\"post-content\">",
+        "<div id=sidebar>",
+        "<ul role=navigation>",
+        "<section>",
+        "</section>",
+        "<footer>",
+        "</footer>",
+        "<aside>",
+        "<form>",
+        "<input>",
+        "<div class=share>",
+        "<h1 class=meta>",
+        LONG,
+        LONG,
+        LONG,
+        LONG,
+        LONG,
+        LONG,
     ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut total = 0;
