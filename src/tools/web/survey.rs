@@ -386,11 +386,13 @@ impl<'a> Pass<'a> {
                 frame: matches!(open.tag, Tag::Html | Tag::Body),
             });
         }
-        if open.tag == Tag::Block && !open.block_inside && open.name.eq_ignore_ascii_case("div") {
-            // Readability reads such a div as a paragraph.
+        // Readability reads a div with no block inside as a paragraph.
+        let div_paragraph =
+            open.tag == Tag::Block && !open.block_inside && open.name.eq_ignore_ascii_case("div");
+        if div_paragraph {
             self.totals.paragraphs += 1;
         }
-        if open.tag == Tag::P {
+        if open.tag == Tag::P || div_paragraph {
             self.paragraphs.push(Paragraph {
                 ordinal: open.ordinal,
                 end: span.end,
