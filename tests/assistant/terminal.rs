@@ -660,8 +660,11 @@ fn control_characters_from_the_model_and_tools_are_shown_not_obeyed() {
         vec![
             crate::common::model_server::calls(&[(
                 "bash",
+                // The pause lets the live line arrive well before the
+                // answer: the live view draws at most every 50 ms, and a
+                // line that came with the answer would never be drawn.
                 serde_json::json!({
-                    "command": "printf 'o\\033[2J\\033]0;t\\007\\n' # \u{1b}[1A\rhid"
+                    "command": "printf 'o\\033[2J\\033]0;t\\007\\n'; sleep 0.5 # \u{1b}[1A\rhid"
                 }),
             )]),
             text("Reply \x1b[2J\x1b]0;pwned\x07with **strong** and \u{202e}txt.\r\nThe end."),
