@@ -248,7 +248,9 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             Ok(c) => format!("{} {}", c.provider(), c.model()),
             Err(_) => "none configured".into(),
         },
-        personal: env.config_dir().map(|d| d.join("AGENTS.md")),
+        personal: env
+            .config_dir()
+            .map(|d| d.join(context::instructions::FILE)),
         instructions_max_bytes: options
             .instructions_max_bytes
             .unwrap_or(context::instructions::DEFAULT_MAX_BYTES),

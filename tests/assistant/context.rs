@@ -15,6 +15,12 @@ use super::{against, no_problems, system_text, user_texts, APIS};
 use crate::common::link;
 use crate::common::model_server::{calls, text, Api, ModelServer, Reply};
 
+/// The names project instructions go by (docs/instructions.md): the common
+/// one, a directory's override, and the fallback.
+const AGENTS: &str = "AGENTS.md";
+const OVERRIDE: &str = "AGENTS.override.md";
+const FALLBACK: &str = "CLAUDE.md";
+
 /// Writes the person's config file under `home`.
 fn config(home: &Path, text: &str) {
     let dir = home.join("config/ikigai");
@@ -138,14 +144,14 @@ fn agents_files_join_outermost_first_and_a_cut_is_said() {
     std::fs::create_dir(repo.join(".git")).unwrap();
     std::fs::create_dir_all(home.path().join("config/ikigai")).unwrap();
     std::fs::write(
-        home.path().join("config/ikigai/AGENTS.md"),
+        home.path().join("config/ikigai").join(AGENTS),
         "PERSONAL rules.",
     )
     .unwrap();
-    std::fs::write(repo.join("AGENTS.md"), format!("ROOT {}", "r".repeat(3000))).unwrap();
-    std::fs::write(repo.join("crates/CLAUDE.md"), "CLAUDE fallback.").unwrap();
-    std::fs::write(sub.join("AGENTS.md"), "NEAR plain (overridden).").unwrap();
-    std::fs::write(sub.join("AGENTS.override.md"), "NEAR override.").unwrap();
+    std::fs::write(repo.join(AGENTS), format!("ROOT {}", "r".repeat(3000))).unwrap();
+    std::fs::write(repo.join("crates").join(FALLBACK), "CLAUDE fallback.").unwrap();
+    std::fs::write(sub.join(AGENTS), "NEAR plain (overridden).").unwrap();
+    std::fs::write(sub.join(OVERRIDE), "NEAR override.").unwrap();
     let server = ModelServer::start(Api::OpenAi, vec![text("ok"), text("ok")]);
     let out = against(&server, home.path())
         .dir(&sub)
@@ -161,16 +167,19 @@ fn agents_files_join_outermost_first_and_a_cut_is_said() {
             && at("CLAUDE fallback") < at("NEAR override")
     );
     assert!(!system.contains("NEAR plain"));
-    assert!(system.contains(&format!("## {}", repo.join("AGENTS.md").display())));
+    assert!(system.contains(&format!("## {}", repo.join(AGENTS).display())));
     assert!(!system.contains("[... cut: "), "{system}");
     // The start line lists what was read; /context shows it with sizes.
     assert!(out.stderr.contains("Instructions: "), "{out:?}");
-    assert!(out.stderr.contains("AGENTS.override.md (14 B)"), "{out:?}");
+    assert!(
+        out.stderr.contains(&format!("{OVERRIDE} (14 B)")),
+        "{out:?}"
+    );
     assert!(out.stdout.contains("System prompt:"), "{out:?}");
     assert!(out.stdout.contains("built-in guidance"), "{out:?}");
     assert!(
         out.stdout
-            .contains(&format!("{} (", sub.join("AGENTS.override.md").display())),
+            .contains(&format!("{} (", sub.join(OVERRIDE).display())),
         "{out:?}"
     );
     assert!(out.stdout.contains("Context window: "), "{out:?}");
@@ -189,8 +198,8 @@ fn agents_files_join_outermost_first_and_a_cut_is_said() {
     assert!(system.contains("[... cut: 2035 more bytes]"), "{system}");
     assert!(system.contains("CLAUDE fallback") && system.contains("NEAR override"));
     for (file, by) in [
-        (home.path().join("config/ikigai/AGENTS.md"), 15),
-        (repo.join("AGENTS.md"), 2035),
+        (home.path().join("config/ikigai").join(AGENTS), 15),
+        (repo.join(AGENTS), 2035),
     ] {
         let said = format!("warning: {} was cut by {by} of its ", file.display());
         assert!(out.stderr.contains(&said), "{said}\n{out:?}");
@@ -205,12 +214,12 @@ fn unusable_agents_files_are_warnings_and_the_assistant_starts() {
     std::fs::create_dir_all(root.join(".git")).unwrap();
     let cases = root.join("a/b/c/d");
     std::fs::create_dir_all(&cases).unwrap();
-    // A directory named AGENTS.md (CLAUDE.md stands in), a file that is not
+    // A directory by the common name (the fallback stands in), a file that is not
     // UTF-8, a loop of links, and 10 MB.
-    std::fs::create_dir(root.join("AGENTS.md")).unwrap();
-    std::fs::write(root.join("a/AGENTS.md"), b"caf\xe9 au lait").unwrap();
-    std::os::unix::fs::symlink("AGENTS.md", root.join("a/b/AGENTS.md")).unwrap();
-    std::fs::write(root.join("a/b/c/AGENTS.md"), "x".repeat(10 << 20)).unwrap();
+    std::fs::create_dir(root.join(AGENTS)).unwrap();
+    std::fs::write(root.join("a").join(AGENTS), b"caf\xe9 au lait").unwrap();
+    std::os::unix::fs::symlink(AGENTS, root.join("a/b").join(AGENTS)).unwrap();
+    std::fs::write(root.join("a/b/c").join(AGENTS), "x".repeat(10 << 20)).unwrap();
     let server = ModelServer::start(Api::Anthropic, vec![text("fine")]);
     let out = against(&server, home.path())
         .dir(&cases)
@@ -219,10 +228,10 @@ fn unusable_agents_files_are_warnings_and_the_assistant_starts() {
     no_problems(&server, &out);
     assert_eq!(out.code, 0, "{out:?}");
     for (file, why) in [
-        (root.join("AGENTS.md"), "it is a directory"),
-        (root.join("a/AGENTS.md"), "not UTF-8"),
-        (root.join("a/b/AGENTS.md"), "left out of the prompt"),
-        (root.join("a/b/c/AGENTS.md"), "was cut by"),
+        (root.join(AGENTS), "it is a directory"),
+        (root.join("a").join(AGENTS), "not UTF-8"),
+        (root.join("a/b").join(AGENTS), "left out of the prompt"),
+        (root.join("a/b/c").join(AGENTS), "was cut by"),
     ] {
         let shown = file.display().to_string();
         assert!(
@@ -248,7 +257,7 @@ fn init_asks_the_model_to_write_agents_md() {
     no_problems(&server, &out);
     let texts = user_texts(Api::OpenAi, &server.requests()[0].body);
     assert!(
-        texts[0].starts_with("Write an AGENTS.md file for this repository"),
+        texts[0].starts_with(&format!("Write an {AGENTS} file for this repository")),
         "{texts:?}"
     );
 }

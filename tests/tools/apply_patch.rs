@@ -85,8 +85,9 @@ fn error_of(answer: &Value) -> (&str, &str) {
     )
 }
 
-/// The scenarios copied from Codex (NOTICE.md beside them), where this
-/// checkout's CI puts them: `../shared/apply-patch-scenarios`.
+/// Codex's own scenarios, read where they are kept beside the checkout
+/// and never copied into it (docs/apply-patch.md, "Tested against
+/// Codex's scenarios").
 fn scenarios() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/apply-patch-scenarios");
     if dir.is_dir() {

@@ -1,6 +1,6 @@
 //! web-search-brave against a loopback server playing Brave's API from
 //! recorded-style fixtures: the request it sends, the answer it maps, every
-//! error code, credentials precedence and stub mode (web-tools.md; issue 3).
+//! error code, credentials precedence and stub mode (README, "web_search_brave").
 
 use std::time::Duration;
 

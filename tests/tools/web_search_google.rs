@@ -1,7 +1,7 @@
 //! web-search-google against a loopback server playing Google's Custom
 //! Search API from recorded-style fixtures: the request (key, cx, q, num,
 //! start, siteSearch), the answer, every error reason, credentials and stub
-//! mode (web-tools.md; provider-apis.md; issue 3).
+//! mode (README, "web_search_google").
 
 use std::time::Duration;
 

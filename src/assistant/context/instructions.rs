@@ -18,20 +18,31 @@ use std::path::{Path, PathBuf};
 /// The default budget for all instruction files together.
 pub const DEFAULT_MAX_BYTES: usize = 32 << 10;
 
+/// The file names project instructions go by (docs/instructions.md): the
+/// one a directory's override is read from, the common one, and the one
+/// read when the common one is missing. They are data: the convention's
+/// names, which people and other assistants write, not files of ours.
+pub const OVERRIDE: &str = "AGENTS.override.md";
+pub const FILE: &str = "AGENTS.md";
+pub const FALLBACK: &str = "CLAUDE.md";
+
+/// The names looked for in each directory, in order of preference.
+const NAMES: [&str; 3] = [OVERRIDE, FILE, FALLBACK];
+
 /// What `/init` asks the model: the repository's project instructions, as
 /// the next session's model will want them.
-pub const INIT_REQUEST: &str = "Write an AGENTS.md file for this repository, for the coding \
+pub fn init_request() -> String {
+    format!(
+        "Write an {FILE} file for this repository, for the coding \
 assistants that will work in it after you. Explore first (glob, grep, file_read; the build files, \
 CI configuration, README and existing docs) and run what you find to check it works. Then write, \
 briefly and exactly: what the project is; how to set it up, build, test (all and one test) and \
 lint, with the real commands; the layout (where what lives); the conventions the code follows; \
 and what to avoid (generated files, slow or dangerous commands, things not to change). Put it in \
-AGENTS.md at the repository's root (the git root, else this directory); if one exists, improve \
-it rather than replace what is still true. Keep it under 200 lines.";
-
-/// The names looked for in each directory, in order of preference: the
-/// shared convention's (docs/instructions.md).
-const NAMES: [&str; 3] = ["AGENTS.override.md", "AGENTS.md", "CLAUDE.md"];
+{FILE} at the repository's root (the git root, else this directory); if one exists, improve \
+it rather than replace what is still true. Keep it under 200 lines."
+    )
+}
 
 /// One file that went into the prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,28 +215,28 @@ mod tests {
     #[test]
     fn files_join_outermost_first_with_override_and_fallback() {
         let home = tempfile::tempdir().unwrap();
-        let mine = home.path().join("AGENTS.md");
+        let mine = home.path().join(FILE);
         fs::write(&mine, "mine").unwrap();
         let repo = home.path().join("repo");
         let sub = repo.join("a").join("b");
         fs::create_dir_all(&sub).unwrap();
         fs::create_dir(repo.join(".git")).unwrap();
-        fs::write(repo.join("AGENTS.md"), "root").unwrap();
-        fs::write(repo.join("CLAUDE.md"), "not read: AGENTS.md exists").unwrap();
-        fs::write(repo.join("a").join("CLAUDE.md"), "claude").unwrap();
-        fs::write(sub.join("AGENTS.md"), "plain").unwrap();
-        fs::write(sub.join("AGENTS.override.md"), "override").unwrap();
+        fs::write(repo.join(FILE), "root").unwrap();
+        fs::write(repo.join(FALLBACK), "not read: the common name exists").unwrap();
+        fs::write(repo.join("a").join(FALLBACK), "claude").unwrap();
+        fs::write(sub.join(FILE), "plain").unwrap();
+        fs::write(sub.join(OVERRIDE), "override").unwrap();
         // Above the repository: never read.
-        fs::write(home.path().join("CLAUDE.md"), "outside").unwrap();
+        fs::write(home.path().join(FALLBACK), "outside").unwrap();
         let found = read(Some(&mine), &sub, DEFAULT_MAX_BYTES);
         let paths: Vec<_> = found.files.iter().map(|f| f.path.clone()).collect();
         assert_eq!(
             paths,
             [
                 mine.clone(),
-                repo.join("AGENTS.md"),
-                repo.join("a").join("CLAUDE.md"),
-                sub.join("AGENTS.override.md")
+                repo.join(FILE),
+                repo.join("a").join(FALLBACK),
+                sub.join(OVERRIDE)
             ]
         );
         let at = |s: &str| found.text.find(s).unwrap();
@@ -234,7 +245,7 @@ mod tests {
         );
         assert!(found
             .text
-            .contains(&format!("## {}\n\nroot", repo.join("AGENTS.md").display())));
+            .contains(&format!("## {}\n\nroot", repo.join(FILE).display())));
         assert!(!found.text.contains("outside") && !found.text.contains("plain"));
         assert!(found.warnings.is_empty(), "{:?}", found.warnings);
     }
@@ -244,8 +255,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("x");
         fs::create_dir(&sub).unwrap();
-        fs::write(dir.path().join("AGENTS.md"), "parent").unwrap();
-        fs::write(sub.join("AGENTS.md"), "here").unwrap();
+        fs::write(dir.path().join(FILE), "parent").unwrap();
+        fs::write(sub.join(FILE), "here").unwrap();
         let found = read(None, &sub, DEFAULT_MAX_BYTES);
         assert_eq!(found.files.len(), 1);
         assert!(found.text.contains("here") && !found.text.contains("parent"));
@@ -261,14 +272,14 @@ mod tests {
         let sub = dir.path().join("s");
         fs::create_dir_all(dir.path().join(".git")).unwrap();
         fs::create_dir(&sub).unwrap();
-        fs::write(dir.path().join("AGENTS.md"), "o".repeat(600)).unwrap();
-        fs::write(sub.join("AGENTS.md"), "i".repeat(500)).unwrap();
+        fs::write(dir.path().join(FILE), "o".repeat(600)).unwrap();
+        fs::write(sub.join(FILE), "i".repeat(500)).unwrap();
         let found = read(None, &sub, 700);
         assert_eq!(found.files[0].kept, 200);
         assert_eq!(found.files[1].kept, 500);
         assert_eq!(found.warnings.len(), 1);
         assert!(
-            found.warnings[0].contains("AGENTS.md was cut by 400 of its 600 bytes"),
+            found.warnings[0].contains(&format!("{FILE} was cut by 400 of its 600 bytes")),
             "{:?}",
             found.warnings
         );
@@ -286,15 +297,16 @@ mod tests {
         let d = dir.path();
         fs::create_dir(d.join(".git")).unwrap();
         let bad = d.join("bad");
-        fs::create_dir_all(bad.join("AGENTS.md")).unwrap();
-        fs::write(bad.join("CLAUDE.md"), "fallback").unwrap();
+        fs::create_dir_all(bad.join(FILE)).unwrap();
+        fs::write(bad.join(FALLBACK), "fallback").unwrap();
         let found = read(None, &bad, DEFAULT_MAX_BYTES);
-        assert!(found.warnings[0].contains("AGENTS.md left out of the prompt: it is a directory"));
+        assert!(found.warnings[0]
+            .contains(&format!("{FILE} left out of the prompt: it is a directory")));
         assert!(found.text.contains("fallback"));
 
         let latin = d.join("latin");
         fs::create_dir(&latin).unwrap();
-        fs::write(latin.join("AGENTS.md"), b"caf\xe9").unwrap();
+        fs::write(latin.join(FILE), b"caf\xe9").unwrap();
         let found = read(None, &latin, DEFAULT_MAX_BYTES);
         assert!(
             found.warnings[0].contains("not UTF-8"),
@@ -305,7 +317,7 @@ mod tests {
 
         let looped = d.join("loop");
         fs::create_dir(&looped).unwrap();
-        std::os::unix::fs::symlink("AGENTS.md", looped.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(FILE, looped.join(FILE)).unwrap();
         let found = read(None, &looped, DEFAULT_MAX_BYTES);
         assert!(
             found.warnings[0].contains("left out of the prompt"),
@@ -316,8 +328,7 @@ mod tests {
         let fifo = d.join("fifo");
         fs::create_dir(&fifo).unwrap();
         let name =
-            std::ffi::CString::new(fifo.join("AGENTS.md").into_os_string().into_encoded_bytes())
-                .unwrap();
+            std::ffi::CString::new(fifo.join(FILE).into_os_string().into_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         let found = read(None, &fifo, DEFAULT_MAX_BYTES);
@@ -332,7 +343,7 @@ mod tests {
     fn a_huge_file_is_read_only_as_far_as_the_budget() {
         let dir = tempfile::tempdir().unwrap();
         let big = "é".repeat(5 << 20);
-        fs::write(dir.path().join("AGENTS.md"), &big).unwrap();
+        fs::write(dir.path().join(FILE), &big).unwrap();
         let found = read(None, dir.path(), 1001);
         assert_eq!(found.files[0].bytes, 10 << 20);
         assert_eq!(found.files[0].kept, 1000);

@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn the_prompt_holds_guidance_environment_and_instructions_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("AGENTS.md"), "Run make test.").unwrap();
+        std::fs::write(dir.path().join(instructions::FILE), "Run make test.").unwrap();
         let (context, warnings) = Context::build(&Setup {
             cwd: dir.path().to_path_buf(),
             shell: Some("/bin/zsh".into()),
@@ -204,11 +204,14 @@ mod tests {
         assert!(at("# Project instructions") < at("Run make test."));
         assert_eq!(
             context.files_line(dir.path()).unwrap(),
-            "Instructions: AGENTS.md (14 B)"
+            format!("Instructions: {} (14 B)", instructions::FILE)
         );
         let report = context.report(1234, &Window::of("gpt-4o", None, None), true);
         assert!(report.contains("built-in guidance"), "{report}");
-        assert!(report.contains("AGENTS.md (14 B, ~4 tokens)"), "{report}");
+        assert!(
+            report.contains(&format!("{} (14 B, ~4 tokens)", instructions::FILE)),
+            "{report}"
+        );
         assert!(
             report.contains("1,234 of 128,000 tokens in use"),
             "{report}"

@@ -37,8 +37,8 @@ pub(super) fn conversation_command(
             None
         }
         "init" => {
-            let request = crate::assistant::context::instructions::INIT_REQUEST;
-            let end = signals::guarded(|cancel| conversation.send(request, host, ui, cancel));
+            let request = crate::assistant::context::instructions::init_request();
+            let end = signals::guarded(|cancel| conversation.send(&request, host, ui, cancel));
             signals::end_if_signalled();
             Some(end)
         }
