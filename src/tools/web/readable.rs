@@ -88,18 +88,13 @@ const UNLIKELY_ROLES: [&str; 7] = [
     "dialog",
 ];
 
-/// An element's class and id, joined as Readability matches them.
-fn names(attrs: &str) -> Option<String> {
-    let class = attr(attrs, "class");
-    let id = attr(attrs, "id");
-    if class.is_none() && id.is_none() {
-        return None;
-    }
-    Some(format!(
-        "{} {}",
-        class.as_deref().unwrap_or(""),
-        id.as_deref().unwrap_or("")
-    ))
+/// Does the element's class or id match `pattern`? Readability matches
+/// the two joined by a space; none of its patterns spans the space, so
+/// each is asked alone, without joining them.
+fn names_match(attrs: &str, pattern: &Regex) -> bool {
+    ["class", "id"]
+        .iter()
+        .any(|name| attr(attrs, name).is_some_and(|v| pattern.is_match(&v)))
 }
 
 /// Is the element a box that is never the article (see the module)?
@@ -113,7 +108,7 @@ pub fn is_unlikely(tag: Tag, attrs: &str) -> bool {
     }) {
         return true;
     }
-    names(attrs).is_some_and(|n| UNLIKELY.is_match(&n) && !MAYBE.is_match(&n))
+    names_match(attrs, &UNLIKELY) && !names_match(attrs, &MAYBE)
 }
 
 /// What the class and id say: 25 for each that names content, -25 for
@@ -135,7 +130,7 @@ pub fn class_weight(attrs: &str) -> f32 {
 
 /// Does the class or id name a share bar?
 pub fn is_share(attrs: &str) -> bool {
-    names(attrs).is_some_and(|n| SHARE.is_match(&n))
+    names_match(attrs, &SHARE)
 }
 
 /// Is the embedded source a video, which an article keeps?

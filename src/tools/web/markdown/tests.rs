@@ -983,3 +983,18 @@ fn a_block_holding_most_of_the_article_is_never_cleaned_out() {
     assert!(out.contains("Line 7 of the story"), "{out}");
     assert!(!out.contains("Share") && !out.contains("Home"), "{out}");
 }
+
+#[test]
+fn a_sitemap_without_a_main_element_keeps_its_links() {
+    // No paragraph scores, so no article is chosen, and the link-box rule's
+    // quarter guard keeps a page that is all links whole.
+    let items: String = (0..40)
+        .map(|i| format!("<li><a href=\"/s/{i}\">Section number {i} of the site</a></li>"))
+        .collect();
+    let out = md(&format!("<body><h1>Sitemap</h1><ul>{items}</ul></body>"));
+    assert!(
+        out.starts_with("# Sitemap\n\n* [Section number 0 of the site]"),
+        "{out}"
+    );
+    assert_eq!(out.matches("](").count(), 40, "{out}");
+}
