@@ -237,6 +237,17 @@ pub struct Part {
     pub link_text: usize,
 }
 
+impl Part {
+    fn of(start: usize, end: usize, text: usize, link_text: usize) -> Part {
+        Part {
+            start,
+            end,
+            text,
+            link_text,
+        }
+    }
+}
+
 /// The article's parts, in document order: the element that holds it and
 /// the siblings that join it. None when no element scored or the best is
 /// the page's frame.
@@ -305,23 +316,13 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Vec<
         top = parent;
     }
     let threshold = (top.weighed().unwrap_or(0.0) * 0.2).max(10.0);
-    let mut parts = vec![Part {
-        start: top.ordinal,
-        end: top.end,
-        text: top.text,
-        link_text: top.link_text,
-    }];
+    let mut parts = vec![Part::of(top.ordinal, top.end, top.text, top.link_text)];
     for c in candidates {
         if c.parent == top.parent
             && c.ordinal != top.ordinal
             && c.weighed().is_some_and(|s| s >= threshold)
         {
-            parts.push(Part {
-                start: c.ordinal,
-                end: c.end,
-                text: c.text,
-                link_text: c.link_text,
-            });
+            parts.push(Part::of(c.ordinal, c.end, c.text, c.link_text));
         }
     }
     for p in paragraphs {
@@ -332,12 +333,7 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Vec<
         let prose = (p.text > 80 && density < 0.25)
             || (p.text > 0 && p.text <= 80 && p.link_text == 0 && p.sentence);
         if prose {
-            parts.push(Part {
-                start: p.ordinal,
-                end: p.end,
-                text: p.text,
-                link_text: p.link_text,
-            });
+            parts.push(Part::of(p.ordinal, p.end, p.text, p.link_text));
         }
     }
     parts.sort_unstable_by_key(|p| p.start);
