@@ -177,13 +177,21 @@ pub fn main(args: &[OsString]) -> ExitCode {
 /// the body of the personality. Returns the code to exit with, or ends by
 /// the tool's signal.
 pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
+    if let Some((tool, rest)) = alone(request) {
+        return run_alone(request, tool, &rest, host);
+    }
     let signals = match prepare(host) {
         Ok(signals) => signals,
         Err(code) => return code,
     };
     // Built before the fork, so the tool and everything it starts inherit
     // it; this process runs nothing of the tool's.
-    if let Err(e) = build_fence(&request.fence, request.best_effort, true) {
+    let layers = Layers {
+        hold: true,
+        scopes: false,
+        processes: true,
+    };
+    if let Err(e) = build_fence(&request.fence, request.best_effort, layers) {
         return fail(&e);
     }
     // SAFETY: getpid has no failure. This process is single-threaded
@@ -207,6 +215,44 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
         return run_tool(request);
     }
     see_through(&signals, tool)
+}
+
+/// Our own tool that starts no process, when the kernel can be made to
+/// refuse it any (the seccomp filter that the worker has): such a call can
+/// leave nothing behind, so it needs no containment process and runs in
+/// this one, fenced the same way (decision 109).
+fn alone(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
+    if request.best_effort && !seccomp::available() {
+        return None;
+    }
+    own_tool(&request.program, &request.args).filter(|(tool, _)| !tool.starts_processes())
+}
+
+/// Runs `tool` in this process behind the call's fence, with no process
+/// allowed to it: ends with the host (`PR_SET_PDEATHSIG`), and the host's
+/// stop (SIGTERM) ends it as it ends a containment process.
+fn run_alone(
+    request: &Request,
+    tool: &'static dyn crate::tool::Tool,
+    rest: &[OsString],
+    host: libc::pid_t,
+) -> ExitCode {
+    // SAFETY: plain prctl/getppid calls that only change flags of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        if libc::getppid() != host {
+            return ExitCode::from(SETUP_FAILED);
+        }
+    }
+    let layers = Layers {
+        hold: true,
+        scopes: true,
+        processes: false,
+    };
+    if let Err(e) = build_fence(&request.fence, request.best_effort, layers) {
+        return fail(&e);
+    }
+    crate::runner::run(tool, rest)
 }
 
 /// Makes this process the containment process of a call for `host`: a
@@ -255,33 +301,43 @@ pub(super) fn fail(what: &str) -> ExitCode {
     ExitCode::from(SETUP_FAILED)
 }
 
+/// Which process a fence is built in, and so what it holds besides the
+/// fence itself.
+#[derive(Clone, Copy)]
+pub(super) struct Layers {
+    /// The namespace is held past this process's end (decision 108): this
+    /// process ends with the call, and the host waits for it.
+    pub hold: bool,
+    /// The scopes (`landlock::scope`) go on this process: it runs the
+    /// tool. Not on a containment process, which the tool must not reach.
+    pub scopes: bool,
+    /// It may start processes; if not, the seccomp filter refuses them
+    /// (in every mode, `off` included).
+    pub processes: bool,
+}
+
 /// Builds the fence around this process; with `best_effort`, the parts the
 /// kernel lacks are skipped. In order: the call's namespace (its mounts
-/// need the namespace's capabilities), Landlock, seccomp, and last every
-/// capability dropped. The scopes (`landlock::scope`) go on the tool's
-/// process alone, after this. With `hold`, this is the containment
-/// process, and the namespace is held past its end (decision 108).
-pub(super) fn build_fence(fence: &Fence, best_effort: bool, hold: bool) -> Result<(), String> {
+/// need the namespace's capabilities), Landlock, seccomp, every capability
+/// dropped, and last the scopes.
+pub(super) fn build_fence(fence: &Fence, best_effort: bool, layers: Layers) -> Result<(), String> {
     if !fence.mode.confines() {
-        return Ok(());
+        return match layers.processes {
+            true => Ok(()),
+            false => seccomp::deny_processes(),
+        };
     }
     if fence.guard.namespace {
-        namespace::enter(fence, hold)?;
+        namespace::enter(fence, layers.hold)?;
     }
     if !best_effort || landlock::abi_version().is_some() {
         landlock::restrict(fence.mode, &fence.writable)?;
     }
-    if !best_effort || seccomp::available() {
-        seccomp::confine(fence.network)?;
+    if !best_effort || seccomp::available() || !layers.processes {
+        seccomp::confine(fence.network, layers.processes)?;
     }
-    caps::drop_all()
-}
-
-/// The fence of a tool's own process, built where the tool runs (the
-/// spawner's tool process, the worker): the fence, then the scopes.
-pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String> {
-    build_fence(fence, best_effort, false)?;
-    if fence.mode.confines() {
+    caps::drop_all()?;
+    if layers.scopes {
         if let Err(e) = landlock::scope() {
             if !best_effort {
                 return Err(e);
@@ -289,6 +345,17 @@ pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// The fence of a tool's own process, built where the tool runs (the
+/// spawner's tool process): it may start others.
+pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String> {
+    let layers = Layers {
+        hold: false,
+        scopes: true,
+        processes: true,
+    };
+    build_fence(fence, best_effort, layers)
 }
 
 /// The program and its argv as C strings, made before the fork.

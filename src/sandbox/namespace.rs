@@ -211,8 +211,33 @@ extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
             0,
             0,
         );
+        // Copies of the call's descriptors (its output among them) would
+        // keep them open for whoever reads them to their end.
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
         // The parent may have ended before the line above.
         if libc::syscall(libc::SYS_getppid) != parent as usize as libc::c_long {
+            libc::syscall(libc::SYS_exit, 0);
+        }
+        // Its end also shows on a pidfd: the parent death signal is a
+        // signal, which a parent that runs the tool itself, under the
+        // tool's signal scope, cannot send out of its Landlock domain.
+        let fd = libc::syscall(libc::SYS_pidfd_open, parent as usize as libc::pid_t, 0u32);
+        if fd >= 0 {
+            let mut ended = libc::pollfd {
+                fd: fd as libc::c_int,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            while ended.revents == 0 {
+                libc::syscall(
+                    libc::SYS_ppoll,
+                    &mut ended as *mut libc::pollfd,
+                    1usize,
+                    std::ptr::null::<libc::timespec>(),
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                );
+            }
             libc::syscall(libc::SYS_exit, 0);
         }
         loop {

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use super::spawner::{self, decode, encode, receive};
-use super::{exec, seccomp, Fence};
+use super::{exec, Fence};
 use crate::runner::Streams;
 use crate::tool::{Env, Family, Tool};
 
@@ -287,7 +287,12 @@ pub(super) fn serve(socket: RawFd, fence_args: &[OsString], host: libc::pid_t) -
         Err(e) => return setup_failed(&e),
     };
     let before = identities(&fence.writable);
-    if let Err(e) = exec::fence_tool(&fence, best_effort).and_then(|()| seccomp::deny_processes()) {
+    let layers = exec::Layers {
+        hold: false,
+        scopes: true,
+        processes: false,
+    };
+    if let Err(e) = exec::build_fence(&fence, best_effort, layers) {
         return setup_failed(&e);
     }
     // A directory replaced while the fence was built: the fence may hold

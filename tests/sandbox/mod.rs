@@ -616,6 +616,56 @@ fn the_namespace_holder_ends_with_the_call() {
     assert!(all_gone(&m), "a process outlived its call");
 }
 
+/// Decision 109: a call of our own tool that starts no process runs in
+/// sandbox-exec's own process (its parent is the caller), behind the same
+/// fence and one seccomp filter that also refuses it any new process; its
+/// output ends when it does, and the namespace's holder ends with it.
+#[test]
+fn our_own_tool_runs_alone_behind_the_fence() {
+    if landlock().is_none() {
+        return;
+    }
+    let w = World::new();
+    let secret = w.ws.join("secret");
+    std::fs::write(&secret, "s").unwrap();
+    let m = marker();
+    let read = |path: &str| {
+        crate::common::run_main()
+            .args(["sandbox-exec", "--mode", "workspace-write", "--writable"])
+            .arg(&w.ws)
+            // A directory that does not exist is passed over: it puts
+            // the marker in the holder's command line, which is this one's.
+            .arg("--writable")
+            .arg(w.ws.join(&m))
+            .arg("--hide")
+            .arg(&secret)
+            .arg("--")
+            .arg(crate::common::link("file-read"))
+            .arg(json!({ "file_path": path, "limit": 60 }).to_string())
+            .dir(&w.ws)
+            .output()
+    };
+    let out = read("/proc/self/status");
+    assert_eq!(out.code, 0, "{out:?}");
+    let status = out.json()["output"].as_str().unwrap().to_string();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+            .to_string()
+    };
+    assert_eq!(field("PPid"), std::process::id().to_string(), "{status}");
+    assert_eq!(field("Seccomp_filters"), "1", "{status}");
+    assert_eq!(field("NoNewPrivs"), "1");
+    assert_eq!(field("CapEff"), "0000000000000000");
+    assert_eq!(field("CapBnd"), "0000000000000000");
+    let out = read(secret.to_str().unwrap());
+    assert!(out.stdout.contains("Permission denied"), "{out:?}");
+    assert!(all_gone(&m), "the holder outlived its call");
+}
+
 #[test]
 fn a_timeout_kills_processes_that_left_the_group() {
     let w = World::new();
