@@ -12,6 +12,10 @@
 //!   the same way; and the host's death, even by SIGKILL, sends it SIGTERM
 //!   (`PR_SET_PDEATHSIG`), so a dead host leaves no tool running.
 //!
+//! Our own tool that starts no process skips all of this (decision 109):
+//! it cannot leave anything behind, so it runs in this very process, behind
+//! the same fence and a filter that refuses it any new process.
+//!
 //! The fence is built before the fork, in this single-threaded process, so
 //! the child only has to exec. The tool gets its own process group, so a
 //! `kill 0` in the tool cannot reach this process. When the program is this

@@ -149,21 +149,39 @@ pub fn holder() -> Option<libc::pid_t> {
 /// Starts the holder: a process that shares this one's memory
 /// (`CLONE_VM`: no page tables copied, and the memory is freed by the
 /// last of the two to end), is in the namespace just made, and does
-/// nothing but wait for SIGKILL, which the kernel sends it when this
-/// process ends (`PR_SET_PDEATHSIG`). When the last process in a mount
-/// namespace ends, the kernel unmounts its whole tree and waits for an
-/// RCU grace period (`namespace_unlock`), milliseconds on a loaded
-/// machine; with the holder, that happens in the holder's end, after this
-/// process's parent has seen it end, and not on the call's way back.
-/// The holder runs no code of the tool's, is made before the tool's
-/// Landlock domain (so the tool cannot signal it) and shares this
-/// process's non-dumpable memory (so it cannot be traced); it gives the
-/// tool nothing this process did not. Without it (the clone refused),
-/// the namespace simply ends with this process, as before.
+/// nothing but wait on a pidfd for this process to end, and then end.
+/// When the last process in a mount namespace ends, the kernel unmounts
+/// its whole tree and waits for an RCU grace period (`namespace_unlock`),
+/// milliseconds on a loaded machine; with the holder, that happens in the
+/// holder's end, after this process's parent has seen it end, and not on
+/// the call's way back. The holder runs no code of the tool's, is made
+/// before the tool's Landlock domain (so the tool cannot signal it) and
+/// shares this process's non-dumpable memory (so it cannot be traced); it
+/// gives the tool nothing this process did not. Without it (a kernel
+/// without pidfds or `close_range`, before 5.9; the clone refused), the
+/// namespace simply ends with this process.
+///
+/// Not a parent-death signal: a parent that runs the tool itself holds
+/// the tool's signal scope, and the kernel refuses that signal out of its
+/// Landlock domain (decision 109).
 fn start_holder() {
     const STACK: usize = 64 * 1024;
+    // SAFETY: pidfd_open of this very process, and close_range on an empty
+    // range (fds above the highest possible), which only says whether the
+    // kernel has it: the holder's calls are then known not to fail.
+    let pidfd = unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0u32);
+        if fd < 0 {
+            return;
+        }
+        if libc::syscall(libc::SYS_close_range, u32::MAX, u32::MAX, 0u32) != 0 {
+            libc::close(fd as libc::c_int);
+            return;
+        }
+        fd as libc::c_int
+    };
     // SAFETY: an anonymous private mapping, never unmapped: the holder runs
-    // on it until it is killed (the mapping goes with the shared memory).
+    // on it until it ends (the mapping goes with the shared memory).
     let stack = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -174,76 +192,70 @@ fn start_holder() {
             0,
         )
     };
-    if stack == libc::MAP_FAILED {
-        return;
+    if stack != libc::MAP_FAILED {
+        // SAFETY: the child runs `hold` on its own stack (the top of the
+        // mapping above) in this memory, with a copy of this process's
+        // descriptors (no CLONE_FILES); `hold` makes only system calls and
+        // touches nothing this process uses. No exit signal: only a wait
+        // with `__WALL` or `__WCLONE` sees it.
+        let pid = unsafe {
+            libc::clone(
+                hold,
+                stack.cast::<u8>().add(STACK).cast(),
+                libc::CLONE_VM,
+                pidfd as usize as *mut libc::c_void,
+            )
+        };
+        if pid > 0 {
+            HOLDER.store(pid, Ordering::Relaxed);
+        }
     }
-    // SAFETY: getpid has no failure.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the child runs `hold` on its own stack (the top of the
-    // mapping above) in this memory; `hold` makes only system calls and
-    // touches nothing this process uses. No exit signal: only a wait with
-    // `__WALL` or `__WCLONE` sees it.
-    let pid = unsafe {
-        libc::clone(
-            hold,
-            stack.cast::<u8>().add(STACK).cast(),
-            libc::CLONE_VM,
-            parent as usize as *mut libc::c_void,
-        )
-    };
-    if pid > 0 {
-        HOLDER.store(pid, Ordering::Relaxed);
-    }
+    // SAFETY: this process's copy; the holder has its own.
+    unsafe { libc::close(pidfd) };
 }
 
-/// The holder's body: die with the parent, and wait for it.
-extern "C" fn hold(parent: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: plain system calls on this process; none of them returns
-    // into code that uses the shared memory (errno aside, which none of
-    // them sets here: they cannot fail, and pause returns only after a
-    // handler ran, and every signal with one is blocked or never sent).
+/// The holder's body: keep nothing of the call's open, and wait for the
+/// parent (`pidfd`) to end.
+extern "C" fn hold(pidfd: *mut libc::c_void) -> libc::c_int {
+    let fd = pidfd as usize as libc::c_uint;
+    // SAFETY: plain system calls on this process, each with arguments that
+    // make it succeed (start_holder checked the kernel has them), so none
+    // sets errno, which lives in the parent's memory. Every signal is
+    // blocked (SIGKILL and SIGSTOP cannot be), so the wait returns only
+    // when the pidfd is readable: the parent has ended.
     unsafe {
+        let all: u64 = !0;
         libc::syscall(
-            libc::SYS_prctl,
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL,
-            0,
-            0,
-            0,
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &all as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
         );
         // Copies of the call's descriptors (its output among them) would
         // keep them open for whoever reads them to their end.
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-        // The parent may have ended before the line above.
-        if libc::syscall(libc::SYS_getppid) != parent as usize as libc::c_long {
-            libc::syscall(libc::SYS_exit, 0);
+        if fd > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, fd - 1, 0u32);
         }
-        // Its end also shows on a pidfd: the parent death signal is a
-        // signal, which a parent that runs the tool itself, under the
-        // tool's signal scope, cannot send out of its Landlock domain.
-        let fd = libc::syscall(libc::SYS_pidfd_open, parent as usize as libc::pid_t, 0u32);
-        if fd >= 0 {
-            let mut ended = libc::pollfd {
-                fd: fd as libc::c_int,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            while ended.revents == 0 {
-                libc::syscall(
-                    libc::SYS_ppoll,
-                    &mut ended as *mut libc::pollfd,
-                    1usize,
-                    std::ptr::null::<libc::timespec>(),
-                    std::ptr::null::<libc::sigset_t>(),
-                    0usize,
-                );
-            }
-            libc::syscall(libc::SYS_exit, 0);
+        libc::syscall(libc::SYS_close_range, fd + 1, u32::MAX, 0u32);
+        let mut ended = libc::pollfd {
+            fd: fd as libc::c_int,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        while ended.revents == 0 {
+            libc::syscall(
+                libc::SYS_ppoll,
+                &mut ended as *mut libc::pollfd,
+                1usize,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            );
         }
-        loop {
-            libc::syscall(libc::SYS_pause);
-        }
+        libc::syscall(libc::SYS_exit, 0);
     }
+    0
 }
 
 /// Maps the user's own uid and gid to themselves in the new namespace.

@@ -22,11 +22,14 @@
 //! and writing it lets the 32-bit and x32 entry points be handled exactly
 //! instead of killing every program that is not 64-bit.
 //!
-//! A second filter, for the sandbox's worker (docs/sandbox.md), refuses new
-//! processes: `execve`, `fork` and a `clone` that is not a thread fail with
-//! EPERM, so a worker serving many calls can never leave a process behind
-//! one of them. Only our own code runs there, always through the native
-//! entry point, so every other entry point is refused whole.
+//! A process that runs only our own code and may start nothing (the
+//! sandbox's worker, and `sandbox-exec` running one of our tools itself:
+//! docs/sandbox.md) also gets rules that refuse new processes: `execve`,
+//! `fork` and a `clone` that is not a thread fail with EPERM, so no call
+//! can leave a process behind. Only our own code runs there, always through
+//! the native entry point, so every other entry point is refused whole.
+//! Both sets of rules go in one filter: the kernel compiles each filter it
+//! is given.
 
 /// `seccomp_data` offsets: the call's number, the architecture, the first
 /// argument's low 32 bits (little-endian).
