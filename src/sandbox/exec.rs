@@ -191,7 +191,7 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     // Built before the fork, so the tool and everything it starts inherit
     // it; this process runs nothing of the tool's.
     let layers = Layers {
-        hold: true,
+        hold: holds(host),
         scopes: false,
         processes: true,
     };
@@ -219,6 +219,14 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
         return run_tool(request);
     }
     see_through(&signals, tool)
+}
+
+/// Whether the namespace may be held past this process's end (decision
+/// 108). Not when the host is PID 1 (of a container): the holder, once
+/// this process ends, is re-parented to the host, which reaps only the
+/// children it started, and would stay a zombie until the host ends.
+fn holds(host: libc::pid_t) -> bool {
+    host != 1
 }
 
 /// Our own tool that starts no process, when the kernel can be made to
@@ -249,7 +257,7 @@ fn run_alone(
         }
     }
     let layers = Layers {
-        hold: true,
+        hold: holds(host),
         scopes: true,
         processes: false,
     };

@@ -666,6 +666,72 @@ fn our_own_tool_runs_alone_behind_the_fence() {
     assert!(all_gone(&m), "the holder outlived its call");
 }
 
+/// A host that is PID 1 (of a container) reaps only the children it
+/// started: sandbox-exec holds no namespace there, or the holder would be
+/// re-parented to the host and stay a zombie. Run in a PID namespace whose
+/// first process is a Python host that waits for its calls by pid.
+#[test]
+fn a_host_that_is_pid_1_is_left_no_zombie() {
+    if landlock().is_none() {
+        return;
+    }
+    let w = World::new();
+    let secret = w.ws.join("secret");
+    std::fs::write(&secret, "s").unwrap();
+    let host = r#"
+import subprocess, sys, time
+n = sys.argv.index("--next")
+for argv in (sys.argv[1:n], sys.argv[n + 1:]):
+    print(subprocess.run(argv, capture_output=True).returncode)
+time.sleep(0.3)
+kids = open("/proc/1/task/1/children").read().split()
+print("children", [open("/proc/%s/stat" % k).read().split()[2] for k in kids])
+"#;
+    let fence = |program: &str| -> Vec<std::ffi::OsString> {
+        let mut argv: Vec<std::ffi::OsString> = vec![
+            bin().into(),
+            "sandbox-exec".into(),
+            "--mode".into(),
+            "workspace-write".into(),
+            "--writable".into(),
+            w.ws.clone().into(),
+            "--hide".into(),
+            secret.clone().into(),
+            "--".into(),
+        ];
+        argv.push(crate::common::link(program).into());
+        argv
+    };
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--user",
+        "--map-root-user",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+    ])
+    .args(["python3", "-c", host])
+    .args(fence("file-read"))
+    .arg(json!({ "file_path": secret }).to_string())
+    .arg("--next")
+    .args(fence("bash"))
+    .arg(json!({ "command": "cat secret; true" }).to_string())
+    .current_dir(&w.ws);
+    let out = match cmd.output() {
+        Ok(out) if out.status.success() => out,
+        other => {
+            eprintln!("no PID namespace here ({other:?}): not asserted");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["1", "0", "children []"],
+        "{out:?}"
+    );
+}
+
 #[test]
 fn a_timeout_kills_processes_that_left_the_group() {
     let w = World::new();
