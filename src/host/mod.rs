@@ -132,26 +132,15 @@ pub fn main(args: Vec<OsString>) -> Start {
     // The secret paths and sockets: the file's and the options add up.
     let env = Env::from_process();
     let guard = &mut settings.sandbox.guard;
-    let allow_read = config.allow_read.iter().chain(&cli.allow_read);
-    let sockets = config
-        .allow_unix_sockets
-        .iter()
-        .chain(&cli.allow_unix_socket);
-    for (key, paths, list) in [
-        (
-            "deny_read",
-            config.deny_read.iter().collect::<Vec<_>>(),
-            &mut guard.hide,
-        ),
-        ("allow_read", allow_read.collect(), &mut guard.allow_read),
-        ("allow_unix_sockets", sockets.collect(), &mut guard.sockets),
-    ] {
-        for path in paths {
-            match settings::parse_guard_path(path, &env) {
-                Ok(path) => list.push(path),
-                Err(e) => return Start::Done(usage_error(&format!("ikigai: {key}: {e}"))),
-            }
-        }
+    let added = settings::add_guard_paths(
+        guard,
+        &config,
+        &cli.allow_read,
+        &cli.allow_unix_socket,
+        &env,
+    );
+    if let Err(e) = added {
+        return Start::Done(usage_error(&format!("ikigai: {e}")));
     }
     let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
     if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {

@@ -161,6 +161,41 @@ pub fn guard(env: &Env, mcp_config: Option<&Path>) -> Guard {
     guard
 }
 
+/// Adds the config file's and the command line's paths to `guard`
+/// (decisions 72, 75), the two lists adding up: `deny_read` to the secret
+/// paths, `allow_read` and `--allow-read` given back, `allow_unix_sockets`
+/// and `--allow-unix-socket` reachable. The error names the key.
+pub fn add_guard_paths(
+    guard: &mut Guard,
+    config: &crate::config::Config,
+    allow_read: &[PathBuf],
+    sockets: &[PathBuf],
+    env: &Env,
+) -> Result<(), String> {
+    for (key, paths, list) in [
+        (
+            "deny_read",
+            config.deny_read.iter().collect::<Vec<_>>(),
+            &mut guard.hide,
+        ),
+        (
+            "allow_read",
+            config.allow_read.iter().chain(allow_read).collect(),
+            &mut guard.allow_read,
+        ),
+        (
+            "allow_unix_sockets",
+            config.allow_unix_sockets.iter().chain(sockets).collect(),
+            &mut guard.sockets,
+        ),
+    ] {
+        for path in paths {
+            list.push(parse_guard_path(path, env).map_err(|e| format!("{key}: {e}"))?);
+        }
+    }
+    Ok(())
+}
+
 /// A path from the config file or the command line: `~/` is the home
 /// directory; it must then be absolute.
 pub fn parse_guard_path(text: &Path, env: &Env) -> Result<PathBuf, String> {

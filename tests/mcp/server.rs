@@ -238,6 +238,36 @@ fn request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// The config file's secret paths hold in the server too, so a mistake
+/// in them stops it at start, naming the file and the key, as `ikigai`.
+#[test]
+fn a_bad_guard_path_in_the_config_file_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "deny_read = [\"relative/.env\"]\n").unwrap();
+    let out = crate::common::run_main()
+        .args(["mcp", "--libexec-dir"])
+        .arg(dir.path())
+        .env("IKIGAI_CONFIG", &config)
+        .output();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("deny_read") && out.stderr.contains("relative/.env"),
+        "{out:?}"
+    );
+    std::fs::write(&config, "deny_red = []\n").unwrap();
+    let out = crate::common::run_main()
+        .args(["mcp", "--libexec-dir"])
+        .arg(dir.path())
+        .env("IKIGAI_CONFIG", &config)
+        .output();
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("config.toml, line 1, key 'deny_red'"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn stdio_answers_every_bad_line_and_goes_on() {
     let mut s = StdioServer::start(&[]);

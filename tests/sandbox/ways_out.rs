@@ -292,9 +292,11 @@ fn secret_paths_are_unreadable_every_way_until_given_back() {
 
 /// An MCP server over the place's tools and a function that calls one
 /// tool and returns the text the client sees.
-fn mcp(p: &Place) -> (std::process::Child, impl FnMut(&str, Value) -> String) {
+fn mcp(p: &Place, options: &[&str]) -> (std::process::Child, impl FnMut(&str, Value) -> String) {
     let mut cmd = p.command(&bin());
-    cmd.args(["mcp", "--tools-dir"])
+    cmd.arg("mcp")
+        .args(options)
+        .arg("--tools-dir")
         .arg(&p.tools)
         .arg("--libexec-dir")
         .arg(p.tools.parent().unwrap().join("libexec"))
@@ -337,7 +339,9 @@ fn mcp(p: &Place) -> (std::process::Child, impl FnMut(&str, Value) -> String) {
 fn secret_paths_are_unreadable_through_mcp_too() {
     for who in users() {
         let p = Place::new(who);
-        let (mut server, mut call) = mcp(&p);
+        let aws = p.home.join(".aws/credentials");
+        let allow = ["--allow-read", aws.to_str().unwrap()];
+        let (mut server, mut call) = mcp(&p, &allow);
         for _ in 0..2 {
             // file_read runs in a worker, bash by the spawner.
             let secret = p.home.join(".ssh/id_ed25519");
@@ -348,10 +352,24 @@ fn secret_paths_are_unreadable_through_mcp_too() {
             assert!(text.contains("KNOWN-HOSTS-LINE"), "{who:?}: {text}");
             let text = call(
                 "bash",
-                json!({"command": "cat ~/.netrc; grep -r SECRET ~/.aws"}),
+                json!({"command": "cat ~/.netrc; grep -r SECRET ~/.ssh"}),
             );
             assert!(!text.contains("SECRET-"), "{who:?}: {text}");
             assert!(text.contains("Permission denied"), "{who:?}: {text}");
+            // The config file's deny_read and allow_read, and --allow-read.
+            let text = call(
+                "bash",
+                json!({"command": "cat ~/private.txt ~/.git-credentials ~/.aws/credentials"}),
+            );
+            assert!(!text.contains("SECRET-private.txt"), "{who:?}: {text}");
+            assert!(text.contains("SECRET-.git-credentials"), "{who:?}: {text}");
+            assert!(text.contains("SECRET-.aws/credentials"), "{who:?}: {text}");
+            let private = p.home.join("private.txt");
+            let text = call("file_read", json!({ "file_path": private }));
+            assert!(!text.contains("SECRET-"), "{who:?}: {text}");
+            let given = p.home.join(".git-credentials");
+            let text = call("file_read", json!({ "file_path": given }));
+            assert!(text.contains("SECRET-.git-credentials"), "{who:?}: {text}");
         }
         server.kill().unwrap();
         server.wait().unwrap();

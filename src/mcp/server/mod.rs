@@ -76,6 +76,17 @@ pub struct McpOptions {
     #[argh(switch)]
     pub network: bool,
 
+    /// a path sandboxed tools may read although it is among the secret
+    /// paths (repeatable; adds to the config file's allow_read)
+    #[argh(option, arg_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+
+    /// a Unix socket sandboxed tools may connect to although it lies
+    /// outside the workspace (repeatable; adds to the config file's
+    /// allow_unix_sockets; SSH_AUTH_SOCK's always may)
+    #[argh(option, arg_name = "PATH")]
+    pub allow_unix_socket: Vec<PathBuf>,
+
     /// bytes of each output a result carries, the whole saved in a file
     /// the result names (default 32K)
     #[argh(option, from_str_fn(parse_size), arg_name = "BYTES")]
@@ -124,6 +135,12 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         Err(e) => return usage(&e),
     };
     let env = Env::from_process();
+    // The config file's secret paths and sockets hold here too (decisions
+    // 72, 75); its other keys are the assistant's.
+    let config = match crate::config::load(&env) {
+        Ok(config) => config,
+        Err(e) => return usage(&format!("ikigai-tools mcp: config: {e}")),
+    };
     let access = match access(&options, addr, &env) {
         Ok(access) => access,
         Err(e) => return usage(&format!("ikigai-tools mcp: {e}")),
@@ -147,6 +164,16 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         network: options.network,
         ..Overrides::default()
     });
+    let added = settings::add_guard_paths(
+        &mut settings.sandbox.guard,
+        &config,
+        &options.allow_read,
+        &options.allow_unix_socket,
+        &env,
+    );
+    if let Err(e) = added {
+        return usage(&format!("ikigai-tools mcp: {e}"));
+    }
     if let Some(gap) = &settings.sandbox.unavailable {
         eprintln!("ikigai-tools mcp: warning: {gap}; tool calls run with only what it supports");
     }
