@@ -776,6 +776,60 @@ fn sigkill_of_the_host_ends_its_tools() {
     assert!(all_gone(&m), "the tool outlived its host");
 }
 
+/// Our own tool runs in sandbox-exec's process (decision 109), which
+/// still dies with its host: a web_fetch waiting on a server that never
+/// answers ends when the host is killed, the namespace's holder with it.
+#[test]
+fn a_call_of_our_own_tool_ends_with_its_host() {
+    if landlock().is_none() {
+        return;
+    }
+    let w = World::new();
+    w.dirs.link(&w.dirs.sys, "web_fetch", bin());
+    // Never accepted: the kernel completes the handshake, nobody answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let secret = w.ws.join("secret");
+    std::fs::write(&secret, "s").unwrap();
+    // A secret that exists: the call makes a namespace and its holder.
+    std::fs::write(
+        w.outside.join("config.toml"),
+        format!("deny_read = [{:?}]\n", secret.to_str().unwrap()),
+    )
+    .unwrap();
+    let m = marker();
+    let marked = w.outside.join(&m);
+    std::fs::create_dir(&marked).unwrap();
+    let mut host = Command::new(crate::common::link("ikigai"))
+        .arg("--libexec-dir")
+        .arg(&w.dirs.sys)
+        .arg("--tools-dir")
+        .arg(&w.dirs.user)
+        .env("IKIGAI_CONFIG", w.outside.join("config.toml"))
+        // The marker in every command line: the call's own come from here.
+        .arg("--add-dir")
+        .arg(&marked)
+        .args(["--sandbox", "workspace-write", "call", "web_fetch"])
+        .arg(json!({ "url": format!("http://127.0.0.1:{port}/{m}") }).to_string())
+        .env("IKIGAI_FETCH_ALLOW_PRIVATE", "1")
+        .current_dir(&w.ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    // The host, sandbox-exec running web_fetch, and the holder.
+    while processes_with(&m).len() < 3 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(processes_with(&m).len(), 3, "the call did not start");
+    host.kill().unwrap();
+    host.wait().unwrap();
+    assert!(all_gone(&m), "the call outlived its host");
+    drop(silent);
+}
+
 // The spawner: the process that forks each call's containment process.
 
 /// The children of `parent` (from /proc/*/stat), with their `comm` names.
