@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{children_of, landlock, World};
+use super::spawner::children_of;
+use super::{landlock, World};
 use crate::common::{bin, Stat};
 use crate::host::Pid;
 use crate::mcp::{alive, eventually};
