@@ -234,7 +234,9 @@ fn holds(host: libc::pid_t) -> bool {
 /// leave nothing behind, so it needs no containment process and runs in
 /// this one, fenced the same way (decision 109).
 fn alone(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
-    if request.best_effort && !seccomp::available() {
+    // Without the filter nothing would refuse it a process (mode off needs
+    // the filter too, and the host passes `--best-effort` only with a gap).
+    if !seccomp::available() {
         return None;
     }
     own_tool(&request.program, &request.args).filter(|(tool, _)| !tool.starts_processes())
@@ -252,6 +254,11 @@ fn run_alone(
     // SAFETY: plain prctl/getppid calls that only change flags of this process.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        // As the containment process is: other processes of the user may
+        // not read its memory or environment (a web search's key) through
+        // /proc or trace it, nor its holder, which shares that memory; and
+        // a crash writes no core file into the workspace.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         if libc::getppid() != host {
             return ExitCode::from(SETUP_FAILED);
         }

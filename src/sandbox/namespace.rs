@@ -220,7 +220,8 @@ extern "C" fn hold(pidfd: *mut libc::c_void) -> libc::c_int {
     let fd = pidfd as usize as libc::c_uint;
     // SAFETY: plain system calls on this process, each with arguments that
     // make it succeed (start_holder checked the kernel has them), so none
-    // sets errno, which lives in the parent's memory. Every signal is
+    // sets errno, which lives in the parent's memory (but a ppoll that a
+    // host's own filter refuses, once, as the wait ends). Every signal is
     // blocked (SIGKILL and SIGSTOP cannot be), so the wait returns only
     // when the pidfd is readable: the parent has ended.
     unsafe {
@@ -243,8 +244,10 @@ extern "C" fn hold(pidfd: *mut libc::c_void) -> libc::c_int {
             events: libc::POLLIN,
             revents: 0,
         };
+        // A failure (a host's own filter refusing ppoll) ends the wait,
+        // and the namespace with it, rather than spinning.
         while ended.revents == 0 {
-            libc::syscall(
+            let r = libc::syscall(
                 libc::SYS_ppoll,
                 &mut ended as *mut libc::pollfd,
                 1usize,
@@ -252,6 +255,9 @@ extern "C" fn hold(pidfd: *mut libc::c_void) -> libc::c_int {
                 std::ptr::null::<libc::sigset_t>(),
                 0usize,
             );
+            if r < 0 {
+                break;
+            }
         }
         libc::syscall(libc::SYS_exit, 0);
     }

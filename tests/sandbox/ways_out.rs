@@ -246,6 +246,17 @@ fn a_tool_has_no_capability_and_cannot_read_the_hosts_memory() {
             text.trim_end().ends_with(&uid.to_string()),
             "{who:?}: {text}"
         );
+        // Our own tool runs in sandbox-exec's process, non-dumpable as its
+        // containment process was: its /proc files are root's, so an
+        // ordinary user (root owns them anyway) reads not even its own.
+        if who == Who::Nobody {
+            let environ = json!({ "file_path": "/proc/self/environ" });
+            let (envelope, _) = p.call_in(&p.ws, &[], "file_read", environ);
+            assert_eq!(
+                envelope["result"]["error_code"], "PERMISSION_DENIED",
+                "{envelope}"
+            );
+        }
     }
 }
 
