@@ -181,8 +181,11 @@ pub fn main(args: &[OsString]) -> ExitCode {
 /// the body of the personality. Returns the code to exit with, or ends by
 /// the tool's signal.
 pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
-    if let Some((tool, rest)) = alone(request) {
-        return run_alone(request, tool, &rest, host);
+    let own = own_tool(&request.program, &request.args);
+    if let Some((tool, rest)) = &own {
+        if runs_alone(*tool) {
+            return run_alone(request, *tool, rest, host);
+        }
     }
     let signals = match prepare(host) {
         Ok(signals) => signals,
@@ -190,11 +193,7 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     };
     // Built before the fork, so the tool and everything it starts inherit
     // it; this process runs nothing of the tool's.
-    let layers = Layers {
-        hold: holds(host),
-        scopes: false,
-        processes: true,
-    };
+    let layers = Layers::CONTAINMENT.held_for(host);
     if let Err(e) = build_fence(&request.fence, request.best_effort, layers) {
         return fail(&e);
     }
@@ -216,30 +215,18 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
                 }
             }
         }
-        return run_tool(request);
+        return run_resolved(request, own);
     }
     see_through(&signals, tool)
 }
 
-/// Whether the namespace may be held past this process's end (decision
-/// 108). Not when the host is PID 1 (of a container): the holder, once
-/// this process ends, is re-parented to the host, which reaps only the
-/// children it started, and would stay a zombie until the host ends.
-fn holds(host: libc::pid_t) -> bool {
-    host != 1
-}
-
-/// Our own tool that starts no process, when the kernel can be made to
-/// refuse it any (the seccomp filter that the worker has): such a call can
-/// leave nothing behind, so it needs no containment process and runs in
-/// this one, fenced the same way (decision 109).
-fn alone(request: &Request) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
-    // Without the filter nothing would refuse it a process (mode off needs
-    // the filter too, and the host passes `--best-effort` only with a gap).
-    if !seccomp::available() {
-        return None;
-    }
-    own_tool(&request.program, &request.args).filter(|(tool, _)| !tool.starts_processes())
+/// Whether our own `tool` runs in this process rather than a forked
+/// child: it starts no process, and the kernel can be made to refuse it
+/// any (the worker's seccomp filter; mode off needs the filter too, and the
+/// host passes `--best-effort` only with a gap). Such a call can leave
+/// nothing behind, so it needs no containment process (decision 109).
+fn runs_alone(tool: &dyn crate::tool::Tool) -> bool {
+    !tool.starts_processes() && seccomp::available()
 }
 
 /// Runs `tool` in this process behind the call's fence, with no process
@@ -251,23 +238,14 @@ fn run_alone(
     rest: &[OsString],
     host: libc::pid_t,
 ) -> ExitCode {
-    // SAFETY: plain prctl/getppid calls that only change flags of this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-        // As the containment process is: other processes of the user may
-        // not read its memory or environment (a web search's key) through
-        // /proc or trace it, nor its holder, which shares that memory; and
-        // a crash writes no core file into the workspace.
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        if libc::getppid() != host {
-            return ExitCode::from(SETUP_FAILED);
-        }
+    // As the containment process is: other processes of the user may not
+    // read its memory or environment (a web search's key) through /proc or
+    // trace it, nor its holder, which shares that memory; and a crash
+    // writes no core file into the workspace.
+    if let Err(code) = tie_to(host) {
+        return code;
     }
-    let layers = Layers {
-        hold: holds(host),
-        scopes: true,
-        processes: false,
-    };
+    let layers = Layers::ALONE.held_for(host);
     if let Err(e) = build_fence(&request.fence, request.best_effort, layers) {
         return fail(&e);
     }
@@ -279,12 +257,22 @@ fn run_alone(
 /// with the signals it waits for blocked. Fails (with the code to exit
 /// with) when the host is already gone.
 pub(super) fn prepare(host: libc::pid_t) -> Result<Signals, ExitCode> {
-    // SAFETY: plain prctl/getppid calls that only change flags of this process.
+    // SAFETY: a prctl that only changes a flag of this process.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    // The tool runs as the same user: it must not be able to attach to
+    // this process and stop it from cleaning up.
+    tie_to(host)?;
+    Ok(Signals::block())
+}
+
+/// Makes this process end with `host` (SIGTERM) and non-dumpable; fails
+/// (with the code to exit with) when the host is already gone.
+fn tie_to(host: libc::pid_t) -> Result<(), ExitCode> {
+    // SAFETY: plain prctl/getppid calls that only change flags of this process.
+    unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
-        // The tool runs as the same user: it must not be able to attach to
-        // this process and stop it from cleaning up.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         // The host may have died before the line above: then no signal
         // will come, and the call has no one to answer to.
@@ -292,13 +280,21 @@ pub(super) fn prepare(host: libc::pid_t) -> Result<Signals, ExitCode> {
             return Err(ExitCode::from(SETUP_FAILED));
         }
     }
-    Ok(Signals::block())
+    Ok(())
 }
 
 /// In the tool's process (forked, fenced): becomes the tool, our own
 /// in this very process, any other by exec.
 pub(super) fn run_tool(request: &Request) -> ExitCode {
-    if let Some((tool, rest)) = own_tool(&request.program, &request.args) {
+    run_resolved(request, own_tool(&request.program, &request.args))
+}
+
+/// `run_tool`, with `own_tool`'s answer already known.
+fn run_resolved(
+    request: &Request,
+    own: Option<(&'static dyn crate::tool::Tool, Vec<OsString>)>,
+) -> ExitCode {
+    if let Some((tool, rest)) = own {
         return crate::runner::run(tool, &rest);
     }
     match c_strings(request) {
@@ -335,6 +331,39 @@ pub(super) struct Layers {
     pub processes: bool,
 }
 
+impl Layers {
+    /// `sandbox-exec`'s containment process: the tool is forked after.
+    pub const CONTAINMENT: Layers = Layers {
+        hold: false,
+        scopes: false,
+        processes: true,
+    };
+    /// A tool's own process, which may start others (the spawner's).
+    pub const TOOL: Layers = Layers {
+        hold: false,
+        scopes: true,
+        processes: true,
+    };
+    /// A process that runs our own code and starts nothing: the worker,
+    /// and `sandbox-exec` running our tool itself (decision 109).
+    pub const ALONE: Layers = Layers {
+        hold: false,
+        scopes: true,
+        processes: false,
+    };
+
+    /// These layers, with the namespace held past this process's end,
+    /// unless `host` is PID 1 (of a container): the holder, once this
+    /// process ends, is re-parented to the host, which reaps only the
+    /// children it started, and would stay a zombie until the host ends.
+    fn held_for(self, host: libc::pid_t) -> Layers {
+        Layers {
+            hold: host != 1,
+            ..self
+        }
+    }
+}
+
 /// Builds the fence around this process; with `best_effort`, the parts the
 /// kernel lacks are skipped. In order: the call's namespace (its mounts
 /// need the namespace's capabilities), Landlock, seccomp, every capability
@@ -369,12 +398,7 @@ pub(super) fn build_fence(fence: &Fence, best_effort: bool, layers: Layers) -> R
 /// The fence of a tool's own process, built where the tool runs (the
 /// spawner's tool process): it may start others.
 pub(super) fn fence_tool(fence: &Fence, best_effort: bool) -> Result<(), String> {
-    let layers = Layers {
-        hold: false,
-        scopes: true,
-        processes: true,
-    };
-    build_fence(fence, best_effort, layers)
+    build_fence(fence, best_effort, Layers::TOOL)
 }
 
 /// The program and its argv as C strings, made before the fork.

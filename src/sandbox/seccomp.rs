@@ -425,19 +425,27 @@ mod tests {
         assert_eq!(run(&p, x64, 16, TIOCSTI), RET_EPERM);
     }
 
+    /// The no-process rules on the native x86-64 entry point: exec and
+    /// fork refused, a thread allowed, any other clone refused.
+    #[cfg(target_arch = "x86_64")]
+    fn refuses_processes_allows_threads(p: &[libc::sock_filter]) {
+        let x64 = 0xc000_003e;
+        for nr in [59, 322, 57, 58] {
+            assert_eq!(run(p, x64, nr, 0), RET_EPERM, "{nr}");
+        }
+        let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u32;
+        assert_eq!(run(p, x64, 56, thread), RET_ALLOW);
+        assert_eq!(run(p, x64, 56, libc::SIGCHLD as u32), RET_EPERM);
+        assert_eq!(run(p, x64, 56, libc::CLONE_VM as u32 | 17), RET_EPERM);
+        assert_eq!(run(p, x64, 435, 0), RET_ENOSYS);
+    }
+
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn the_worker_filter_refuses_processes_and_allows_threads() {
         let p = no_processes(SPAWNING.as_ref().unwrap());
         let x64 = 0xc000_003e;
-        for nr in [59, 322, 57, 58] {
-            assert_eq!(run(&p, x64, nr, 0), RET_EPERM, "{nr}");
-        }
-        let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u32;
-        assert_eq!(run(&p, x64, 56, thread), RET_ALLOW);
-        assert_eq!(run(&p, x64, 56, libc::SIGCHLD as u32), RET_EPERM);
-        assert_eq!(run(&p, x64, 56, libc::CLONE_VM as u32 | 17), RET_EPERM);
-        assert_eq!(run(&p, x64, 435, 0), RET_ENOSYS);
+        refuses_processes_allows_threads(&p);
         // Reading, writing, the socket to the host: allowed.
         for nr in [0, 1, 41, 46, 47] {
             assert_eq!(run(&p, x64, nr, 0), RET_ALLOW, "{nr}");
@@ -454,13 +462,7 @@ mod tests {
     fn one_filter_refuses_processes_sockets_and_terminal_injection() {
         let p = filter(false, false).unwrap();
         let x64 = 0xc000_003e;
-        for nr in [59, 322, 57, 58] {
-            assert_eq!(run(&p, x64, nr, 0), RET_EPERM, "{nr}");
-        }
-        let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u32;
-        assert_eq!(run(&p, x64, 56, thread), RET_ALLOW);
-        assert_eq!(run(&p, x64, 56, libc::SIGCHLD as u32), RET_EPERM);
-        assert_eq!(run(&p, x64, 435, 0), RET_ENOSYS);
+        refuses_processes_allows_threads(&p);
         assert_eq!(run(&p, x64, 41, libc::AF_PACKET as u32), RET_EACCES);
         assert_eq!(run(&p, x64, 41, libc::AF_INET as u32), RET_EACCES);
         assert_eq!(run(&p, x64, 41, libc::AF_UNIX as u32), RET_ALLOW);

@@ -287,12 +287,7 @@ pub(super) fn serve(socket: RawFd, fence_args: &[OsString], host: libc::pid_t) -
         Err(e) => return setup_failed(&e),
     };
     let before = identities(&fence.writable);
-    let layers = exec::Layers {
-        hold: false,
-        scopes: true,
-        processes: false,
-    };
-    if let Err(e) = exec::build_fence(&fence, best_effort, layers) {
+    if let Err(e) = exec::build_fence(&fence, best_effort, exec::Layers::ALONE) {
         return setup_failed(&e);
     }
     // A directory replaced while the fence was built: the fence may hold
