@@ -244,26 +244,32 @@ fn request(id: i64, method: &str, params: Value) -> Value {
 fn a_bad_guard_path_in_the_config_file_stops_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
-    std::fs::write(&config, "deny_read = [\"relative/.env\"]\n").unwrap();
-    let out = crate::common::run_main()
-        .args(["mcp", "--libexec-dir"])
-        .arg(dir.path())
-        .env("IKIGAI_CONFIG", &config)
-        .output();
+    let start = |text: &str, options: &[&str]| {
+        std::fs::write(&config, text).unwrap();
+        crate::common::run_main()
+            .args(["mcp", "--libexec-dir"])
+            .arg(dir.path())
+            .args(options)
+            .env("IKIGAI_CONFIG", &config)
+            .output()
+    };
+    let out = start("deny_read = [\"relative/.env\"]\n", &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr.contains("deny_read") && out.stderr.contains("relative/.env"),
         "{out:?}"
     );
-    std::fs::write(&config, "deny_red = []\n").unwrap();
-    let out = crate::common::run_main()
-        .args(["mcp", "--libexec-dir"])
-        .arg(dir.path())
-        .env("IKIGAI_CONFIG", &config)
-        .output();
+    let out = start("deny_red = []\n", &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr.contains("config.toml, line 1, key 'deny_red'"),
+        "{out:?}"
+    );
+    // The options are checked the same way.
+    let out = start("", &["--allow-read", "relative/key"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("allow_read") && out.stderr.contains("relative/key"),
         "{out:?}"
     );
 }

@@ -8,6 +8,7 @@
 //! it they say so and pass without asserting (the test asks the kernel
 //! itself, never the binary under test).
 
+use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -91,6 +92,25 @@ impl World {
 
     fn bash(&self, options: &[&str], command: &str) -> Value {
         self.call(options, "bash", json!({ "command": command }))
+    }
+
+    /// A file `secret` in the workspace, and the `sandbox-exec` arguments
+    /// (up to, not including, `--`) of workspace-write over the workspace
+    /// with that file hidden: a call that makes the namespace and its
+    /// holder.
+    fn fence_hiding_a_secret(&self) -> (PathBuf, Vec<OsString>) {
+        let secret = self.ws.join("secret");
+        std::fs::write(&secret, "s").unwrap();
+        let args = ["sandbox-exec", "--mode", "workspace-write", "--writable"]
+            .map(OsString::from)
+            .into_iter()
+            .chain([
+                self.ws.clone().into(),
+                "--hide".into(),
+                secret.clone().into(),
+            ])
+            .collect();
+        (secret, args)
     }
 }
 
@@ -576,14 +596,10 @@ fn the_namespace_holder_ends_with_the_call() {
         return;
     };
     let w = World::new();
-    let secret = w.ws.join("secret");
-    std::fs::write(&secret, "s").unwrap();
+    let (_, fence) = w.fence_hiding_a_secret();
     let m = marker();
     let out = crate::common::run_main()
-        .args(["sandbox-exec", "--mode", "workspace-write", "--writable"])
-        .arg(&w.ws)
-        .arg("--hide")
-        .arg(&secret)
+        .args(fence)
         .args(["--", "sh", "-c"])
         .arg(format!(
             "echo $$; cat /proc/$PPID/task/*/children; echo; cat secret; \
@@ -626,19 +642,15 @@ fn our_own_tool_runs_alone_behind_the_fence() {
         return;
     }
     let w = World::new();
-    let secret = w.ws.join("secret");
-    std::fs::write(&secret, "s").unwrap();
+    let (secret, fence) = w.fence_hiding_a_secret();
     let m = marker();
     let read = |path: &str| {
         crate::common::run_main()
-            .args(["sandbox-exec", "--mode", "workspace-write", "--writable"])
-            .arg(&w.ws)
+            .args(&fence)
             // A directory that does not exist is passed over: it puts
             // the marker in the holder's command line, which is this one's.
             .arg("--writable")
             .arg(w.ws.join(&m))
-            .arg("--hide")
-            .arg(&secret)
             .arg("--")
             .arg(crate::common::link("file-read"))
             .arg(json!({ "file_path": path, "limit": 60 }).to_string())
@@ -676,8 +688,7 @@ fn a_host_that_is_pid_1_is_left_no_zombie() {
         return;
     }
     let w = World::new();
-    let secret = w.ws.join("secret");
-    std::fs::write(&secret, "s").unwrap();
+    let (secret, fence) = w.fence_hiding_a_secret();
     let host = r#"
 import subprocess, sys, time
 n = sys.argv.index("--next")
@@ -687,18 +698,10 @@ time.sleep(0.3)
 kids = open("/proc/1/task/1/children").read().split()
 print("children", [open("/proc/%s/stat" % k).read().split()[2] for k in kids])
 "#;
-    let fence = |program: &str| -> Vec<std::ffi::OsString> {
-        let mut argv: Vec<std::ffi::OsString> = vec![
-            bin().into(),
-            "sandbox-exec".into(),
-            "--mode".into(),
-            "workspace-write".into(),
-            "--writable".into(),
-            w.ws.clone().into(),
-            "--hide".into(),
-            secret.clone().into(),
-            "--".into(),
-        ];
+    let call = |program: &str| -> Vec<OsString> {
+        let mut argv = vec![bin().into_os_string()];
+        argv.extend(fence.iter().cloned());
+        argv.push("--".into());
         argv.push(crate::common::link(program).into());
         argv
     };
@@ -711,10 +714,10 @@ print("children", [open("/proc/%s/stat" % k).read().split()[2] for k in kids])
         "--mount-proc",
     ])
     .args(["python3", "-c", host])
-    .args(fence("file-read"))
+    .args(call("file-read"))
     .arg(json!({ "file_path": secret }).to_string())
     .arg("--next")
-    .args(fence("bash"))
+    .args(call("bash"))
     .arg(json!({ "command": "cat secret; true" }).to_string())
     .current_dir(&w.ws);
     let out = match cmd.output() {
@@ -777,10 +780,11 @@ fn sigkill_of_the_host_ends_its_tools() {
 }
 
 /// Our own tool runs in sandbox-exec's process (decision 109), which
-/// still dies with its host: a web_fetch waiting on a server that never
-/// answers ends when the host is killed, the namespace's holder with it.
+/// still ends at the call's timeout and dies with its host: a web_fetch
+/// waiting on a server that never answers ends either way, the
+/// namespace's holder with it.
 #[test]
-fn a_call_of_our_own_tool_ends_with_its_host() {
+fn a_call_of_our_own_tool_ends_at_its_timeout_and_with_its_host() {
     if landlock().is_none() {
         return;
     }
@@ -797,27 +801,36 @@ fn a_call_of_our_own_tool_ends_with_its_host() {
         format!("deny_read = [{:?}]\n", secret.to_str().unwrap()),
     )
     .unwrap();
+    let host = |options: &[&str], m: &str| {
+        let marked = w.outside.join(m);
+        std::fs::create_dir(&marked).unwrap();
+        let mut host = Command::new(crate::common::link("ikigai"));
+        host.arg("--libexec-dir")
+            .arg(&w.dirs.sys)
+            .arg("--tools-dir")
+            .arg(&w.dirs.user)
+            .env("IKIGAI_CONFIG", w.outside.join("config.toml"))
+            // The marker in every command line: the call's own come from here.
+            .arg("--add-dir")
+            .arg(&marked)
+            .args(options)
+            .args(["--sandbox", "workspace-write", "call", "web_fetch"])
+            .arg(json!({ "url": format!("http://127.0.0.1:{port}/{m}") }).to_string())
+            .env("IKIGAI_FETCH_ALLOW_PRIVATE", "1")
+            .current_dir(&w.ws)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null());
+        host
+    };
+
     let m = marker();
-    let marked = w.outside.join(&m);
-    std::fs::create_dir(&marked).unwrap();
-    let mut host = Command::new(crate::common::link("ikigai"))
-        .arg("--libexec-dir")
-        .arg(&w.dirs.sys)
-        .arg("--tools-dir")
-        .arg(&w.dirs.user)
-        .env("IKIGAI_CONFIG", w.outside.join("config.toml"))
-        // The marker in every command line: the call's own come from here.
-        .arg("--add-dir")
-        .arg(&marked)
-        .args(["--sandbox", "workspace-write", "call", "web_fetch"])
-        .arg(json!({ "url": format!("http://127.0.0.1:{port}/{m}") }).to_string())
-        .env("IKIGAI_FETCH_ALLOW_PRIVATE", "1")
-        .current_dir(&w.ws)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let out = host(&["--timeout", "1"], &m).output().unwrap();
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["error_code"], "TOOL_TIMEOUT", "{envelope}");
+    assert!(all_gone(&m), "the call outlived its timeout");
+
+    let m = marker();
+    let mut host = host(&[], &m).stdout(Stdio::null()).spawn().unwrap();
     let until = Instant::now() + Duration::from_secs(10);
     // The host, sandbox-exec running web_fetch, and the holder.
     while processes_with(&m).len() < 3 && Instant::now() < until {

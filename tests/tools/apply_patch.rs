@@ -89,7 +89,11 @@ fn error_of(answer: &Value) -> (&str, &str) {
 /// and never copied into it (docs/apply-patch.md, "Tested against
 /// Codex's scenarios").
 fn scenarios() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/apply-patch-scenarios");
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = checkout
+        .parent()?
+        .join("shared")
+        .join("apply-patch-scenarios");
     if dir.is_dir() {
         Some(dir)
     } else {
