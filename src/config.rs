@@ -43,8 +43,9 @@ pub struct Config {
     /// a rule that does not parse is reported where it was written.
     pub allow: Vec<Located<String>>,
     pub deny: Vec<Located<String>>,
-    /// More directories the sandbox lets tools write.
-    pub add_dirs: Vec<PathBuf>,
+    /// More directories the sandbox lets tools write, each with its line
+    /// (one that does not exist is reported where it was written).
+    pub add_dirs: Vec<Located<PathBuf>>,
     /// More paths no sandboxed tool may read (decision 72); `~/` is the
     /// home directory.
     pub deny_read: Vec<PathBuf>,
@@ -67,6 +68,38 @@ pub struct Config {
     pub instructions_max_bytes: Option<usize>,
     /// `[tools.NAME]`: per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolConfig>,
+    /// `[limits]`: what one call may take (decision 81).
+    pub limits: LimitsConfig,
+}
+
+impl Config {
+    /// An error about what the file says at `key` (and `line`, when
+    /// known), worded as the file's own errors are: a mistake found after
+    /// reading (a directory that does not exist) still names the file.
+    pub fn error(&self, key: &str, line: Option<usize>, message: &str) -> String {
+        match &self.path {
+            Some(path) => ConfigError {
+                path: path.clone(),
+                line,
+                key: Some(key.to_string()),
+                message: message.to_string(),
+            }
+            .to_string(),
+            None => format!("{key}: {message}"),
+        }
+    }
+}
+
+/// `[limits]`: each call's resources (decision 81); what is left out keeps
+/// the sandbox's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// `processes`: processes and threads at once.
+    pub processes: Option<u32>,
+    /// `memory`: bytes of data per process.
+    pub memory: Option<usize>,
+    /// `file_size`: bytes per file a call writes.
+    pub file_size: Option<usize>,
 }
 
 /// A value and the line (1-based) it was written on.
@@ -108,7 +141,7 @@ struct Raw {
     #[serde(default)]
     deny: Vec<Spanned<String>>,
     #[serde(default)]
-    add_dirs: Vec<PathBuf>,
+    add_dirs: Vec<Spanned<PathBuf>>,
     #[serde(default)]
     deny_read: Vec<PathBuf>,
     #[serde(default)]
@@ -122,6 +155,15 @@ struct Raw {
     instructions_max_bytes: Option<Size>,
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
+    limits: Option<RawLimits>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    processes: Option<Positive>,
+    memory: Option<Size>,
+    file_size: Option<Size>,
 }
 
 /// A byte count: an integer, or a string with a `K`, `M` or `G` suffix.
@@ -144,9 +186,7 @@ impl<'de> Deserialize<'de> for Size {
                 }
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Size, E> {
-                crate::host::settings::parse_size(s)
-                    .map(Size)
-                    .map_err(E::custom)
+                crate::size::parse_size(s).map(Size).map_err(E::custom)
             }
         }
         d.deserialize_any(V)
@@ -259,15 +299,22 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             message: e.message().trim_end().to_string(),
         }
     })?;
-    let located = |rules: Vec<Spanned<String>>| {
-        rules
+    fn located<T>(text: &str, items: Vec<Spanned<T>>) -> Vec<Located<T>> {
+        items
             .into_iter()
             .map(|r| Located {
                 line: line_of(text, r.span().start),
                 value: r.into_inner(),
             })
             .collect()
-    };
+    }
+    let limits = raw
+        .limits
+        .map_or(LimitsConfig::default(), |l| LimitsConfig {
+            processes: l.processes.map(|p| p.0),
+            memory: l.memory.map(|s| s.0),
+            file_size: l.file_size.map(|s| s.0),
+        });
     Ok(Config {
         path: Some(path.to_path_buf()),
         provider: raw.provider,
@@ -275,9 +322,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         sandbox: raw.sandbox,
         approval: raw.approval,
         network: raw.network,
-        allow: located(raw.allow),
-        deny: located(raw.deny),
-        add_dirs: raw.add_dirs,
+        allow: located(text, raw.allow),
+        deny: located(text, raw.deny),
+        add_dirs: located(text, raw.add_dirs),
         deny_read: raw.deny_read,
         allow_read: raw.allow_read,
         allow_unix_sockets: raw.allow_unix_sockets,
@@ -287,6 +334,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         auto_compact: raw.auto_compact.map(|f| f.0),
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
+        limits,
     })
 }
 
@@ -360,6 +408,11 @@ allow_unix_sockets = ["/run/user/1/db.sock"]
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
+
+[limits]
+processes = 100
+memory = "2G"
+file_size = 1048576
 "#;
         let c = parse(text, Path::new("/c/config.toml")).unwrap();
         assert_eq!(c.provider.as_deref(), Some("anthropic"));
@@ -386,7 +439,24 @@ env = ["GITHUB_TOKEN"]
         assert_eq!(c.deny[0].line, 8);
         assert_eq!(
             c.add_dirs,
-            [PathBuf::from("/data"), PathBuf::from("../other")]
+            [
+                Located {
+                    value: PathBuf::from("/data"),
+                    line: 9
+                },
+                Located {
+                    value: PathBuf::from("../other"),
+                    line: 9
+                }
+            ]
+        );
+        assert_eq!(
+            c.limits,
+            LimitsConfig {
+                processes: Some(100),
+                memory: Some(2 << 30),
+                file_size: Some(1 << 20),
+            }
         );
         assert_eq!(c.model_output, Some(64 << 10));
         assert_eq!(c.max_output_tokens, Some(4096));
@@ -404,6 +474,34 @@ env = ["GITHUB_TOKEN"]
         let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
         assert_eq!(c.model_output, Some(1000));
         assert_eq!(parse("", Path::new("x")).unwrap().approval, None);
+    }
+
+    #[test]
+    fn the_limits_keys_are_checked_and_named() {
+        let e = err("[limits]\nmemory = \"8T\"\n");
+        assert!(
+            e.starts_with("/c/config.toml, line 2, key 'limits.memory': invalid size '8T'"),
+            "{e}"
+        );
+        let e = err("[limits]\nprocesses = 0\n");
+        assert!(
+            e.starts_with("/c/config.toml, line 2, key 'limits.processes': 0 is out of range"),
+            "{e}"
+        );
+        let e = err("[limits]\nfiles = 3\n");
+        assert!(
+            e.starts_with("/c/config.toml, line 2, key 'limits.files': unknown field `files`"),
+            "{e}"
+        );
+        let c = parse("add_dirs = [\"/a\"]\n", Path::new("/c/config.toml")).unwrap();
+        assert_eq!(
+            c.error("add_dirs", Some(1), "'/a' is not a directory"),
+            "/c/config.toml, line 1, key 'add_dirs': '/a' is not a directory"
+        );
+        assert_eq!(
+            Config::default().error("deny_read", None, "x"),
+            "deny_read: x"
+        );
     }
 
     #[test]

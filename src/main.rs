@@ -19,6 +19,7 @@ mod out;
 mod protocol;
 mod runner;
 mod sandbox;
+mod size;
 mod suggest;
 mod tool;
 mod tools;

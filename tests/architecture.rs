@@ -63,6 +63,21 @@ const RULES: &[(Who, &str, &str)] = &[
         "host",
         "the sandbox is set up in the tool's process, before exec: it knows no host",
     ),
+    (
+        Who::In(&["sandbox"]),
+        "dispatch",
+        "the front hands over to the sandbox, never the other way",
+    ),
+    (
+        Who::In(&["config"]),
+        "host",
+        "the config file is read below the host's settings, which read it",
+    ),
+    (
+        Who::In(&["host"]),
+        "tools",
+        "the host knows our tools only by what they print, as anyone's",
+    ),
 ];
 
 /// A source file's module path below `src/`: `src/host/format/mod.rs` is

@@ -190,6 +190,10 @@ fn call_with(
     let (ending, finished) = run(proc, timeout.unwrap_or(limits.timeout), cancel);
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);
+    let envelope = match contained {
+        true => envelope::past_limit(envelope, &ending, name, fence.limits.file_size),
+        false => envelope,
+    };
     let mut outcome = CallOutcome::new(envelope, events);
     if fence.mode.confines() {
         outcome.sandbox = envelope::sandbox_note(&outcome.envelope, &fence);

@@ -58,6 +58,9 @@ pub enum Failure {
     /// A background job was not started: as many as the host allows run
     /// already (decision 68).
     JobLimit,
+    /// Ended at one of the call's resource limits (decision 81); the error
+    /// names the limit and the config key that raises it.
+    ResourceLimit,
 }
 
 impl Failure {
@@ -74,6 +77,7 @@ impl Failure {
             Failure::ToolError => "TOOL_ERROR",
             Failure::Denied => crate::error::ErrorCode::PermissionDenied.as_str(),
             Failure::JobLimit => "JOB_LIMIT",
+            Failure::ResourceLimit => "RESOURCE_LIMIT",
         }
     }
 }
@@ -268,6 +272,65 @@ pub fn wrap(
         },
     };
     (envelope, events)
+}
+
+/// The exit status a shell gives a command that the kernel stopped at the
+/// file-size limit (128 + SIGXFSZ).
+const PAST_FILE_SIZE: i64 = 128 + libc::SIGXFSZ as i64;
+
+/// `envelope`, as a `RESOURCE_LIMIT` failure when the call ended at one of
+/// its limits in a way the host can see (decision 81): the kernel stops a
+/// process that writes past its file-size limit with SIGXFSZ, whether the
+/// tool itself (`ending`) or the command a shell tool ran, which the shell
+/// reports as exit code 153 (a command that says `exit 153` reads the
+/// same, and is named the same way). The other limits are met inside the
+/// call as the kernel reports them (a fork refused with EAGAIN, an
+/// allocation with ENOMEM), which the tool's own output says.
+pub fn past_limit(envelope: Envelope, ending: &Ending, name: &str, file_size: u64) -> Envelope {
+    let by_signal = *ending == Ending::Signal(libc::SIGXFSZ);
+    let by_shell = match &envelope {
+        Envelope::Success { result, .. } => {
+            result.get("exit_code").and_then(Value::as_i64) == Some(PAST_FILE_SIZE)
+        }
+        Envelope::Failure { .. } => false,
+    };
+    if !by_signal && !by_shell {
+        return envelope;
+    }
+    let who = if by_signal {
+        format!("Tool '{name}' was stopped")
+    } else {
+        format!("A command run by '{name}' was stopped (exit code {PAST_FILE_SIZE})")
+    };
+    let error = format!(
+        "{who} at the file size limit (SIGXFSZ): a file it wrote reached {} \
+         (config limits.file_size raises it)",
+        crate::sandbox::limits::size_text(file_size)
+    );
+    match envelope {
+        Envelope::Success { result, truncated } => Envelope::Failure {
+            why: Failure::ResourceLimit,
+            error,
+            exit_code: Some(PAST_FILE_SIZE as i32),
+            stdout: result.to_string(),
+            stderr: String::new(),
+            truncated,
+        },
+        Envelope::Failure {
+            exit_code,
+            stdout,
+            stderr,
+            truncated,
+            ..
+        } => Envelope::Failure {
+            why: Failure::ResourceLimit,
+            error,
+            exit_code,
+            stdout,
+            stderr,
+            truncated,
+        },
+    }
 }
 
 /// The error of a call stopped at its deadline, in one wording whether a
@@ -552,6 +615,7 @@ mod tests {
             writable: vec!["/w".into(), "/tmp".into()],
             network: false,
             guard: Guard::default(),
+            limits: crate::sandbox::limits::Limits::default(),
         };
         let note = |ending: Ending, out: &str| {
             let envelope = wrap("t", Protocol::Ikigai, ending, &cap(out), &cap("denied")).0;
@@ -572,6 +636,55 @@ mod tests {
         for answer in ["{}", r#"{"output":"","exit_code":0}"#] {
             assert_eq!(note(Ending::Code(0), answer), None, "{answer}");
         }
+    }
+
+    #[test]
+    fn a_file_past_its_limit_is_named_with_its_key() {
+        let (e, _) = wrap(
+            "file_write",
+            Protocol::Ikigai,
+            Ending::Signal(libc::SIGXFSZ),
+            &cap(""),
+            &cap(""),
+        );
+        let e = past_limit(e, &Ending::Signal(libc::SIGXFSZ), "file_write", 1 << 20).to_json();
+        assert_eq!(e["error_code"], "RESOURCE_LIMIT");
+        let error = e["error"].as_str().unwrap();
+        assert!(
+            error.contains("1 MiB") && error.contains("limits.file_size"),
+            "{error}"
+        );
+        let shell = r#"{"output":"File size limit exceeded","exit_code":153}"#;
+        let (e, _) = wrap(
+            "bash",
+            Protocol::Ikigai,
+            Ending::Code(0),
+            &cap(shell),
+            &cap(""),
+        );
+        let e = past_limit(e, &Ending::Code(0), "bash", 4 << 30).to_json();
+        assert_eq!(e["error_code"], "RESOURCE_LIMIT");
+        assert_eq!(e["exit_code"], 153);
+        assert!(e["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("File size limit exceeded"));
+        assert!(e["error"].as_str().unwrap().contains("4 GiB"), "{e}");
+        // Any other ending is left as it was.
+        let (plain, _) = wrap("t", Protocol::Ikigai, Ending::Signal(9), &cap(""), &cap(""));
+        assert_eq!(past_limit(plain.clone(), &Ending::Signal(9), "t", 1), plain);
+        let ok = r#"{"output":"","exit_code":1}"#;
+        let (plain, _) = wrap(
+            "bash",
+            Protocol::Ikigai,
+            Ending::Code(0),
+            &cap(ok),
+            &cap(""),
+        );
+        assert_eq!(
+            past_limit(plain.clone(), &Ending::Code(0), "bash", 1),
+            plain
+        );
     }
 
     #[test]

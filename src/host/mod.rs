@@ -116,9 +116,12 @@ pub fn main(args: Vec<OsString>) -> Start {
     // The file adds to the options: its directories beside --add-dir, its
     // network switch beside --network, its per-tool environment.
     for dir in &config.add_dirs {
-        match settings::parse_dir(&dir.to_string_lossy()) {
+        match settings::parse_dir(&dir.value.to_string_lossy()) {
             Ok(dir) => overrides.add_dirs.push(dir),
-            Err(e) => return Start::Done(usage_error(&format!("ikigai: config add_dirs: {e}"))),
+            Err(e) => {
+                let e = config.error("add_dirs", Some(dir.line), &e);
+                return Start::Done(usage_error(&format!("ikigai: config: {e}")));
+            }
         }
     }
     overrides.network |= config.network.unwrap_or(false);
@@ -142,6 +145,7 @@ pub fn main(args: Vec<OsString>) -> Start {
     if let Err(e) = added {
         return Start::Done(usage_error(&format!("ikigai: {e}")));
     }
+    settings.sandbox.take_limits(&config);
     let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
     if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
         // Said once, here; every call then runs with what the kernel has.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::sandbox::{Fence, Guard, Mode, Support};
+pub use crate::size::parse_size;
 use crate::tool::Env;
 
 /// What one tool call may cost: its run time and the bytes kept of each of
@@ -79,6 +80,8 @@ pub struct SandboxSettings {
     pub guard: Guard,
     /// What this kernel cannot do of them, said at start.
     pub guard_gaps: Vec<String>,
+    /// What each call may take (decision 81): config `[limits]`.
+    pub limits: crate::sandbox::limits::Limits,
 }
 
 /// The usual places of credentials under the home directory (decision 72).
@@ -164,7 +167,8 @@ pub fn guard(env: &Env, mcp_config: Option<&Path>) -> Guard {
 /// Adds the config file's and the command line's paths to `guard`
 /// (decisions 72, 75), the two lists adding up: `deny_read` to the secret
 /// paths, `allow_read` and `--allow-read` given back, `allow_unix_sockets`
-/// and `--allow-unix-socket` reachable. The error names the key.
+/// and `--allow-unix-socket` reachable. The error names the file and the
+/// key, or the option.
 pub fn add_guard_paths(
     guard: &mut Guard,
     config: &crate::config::Config,
@@ -172,25 +176,30 @@ pub fn add_guard_paths(
     sockets: &[PathBuf],
     env: &Env,
 ) -> Result<(), String> {
-    for (key, paths, list) in [
-        (
-            "deny_read",
-            config.deny_read.iter().collect::<Vec<_>>(),
-            &mut guard.hide,
-        ),
+    for (key, option, from_file, from_options, list) in [
+        ("deny_read", "", &config.deny_read, &[][..], &mut guard.hide),
         (
             "allow_read",
-            config.allow_read.iter().chain(allow_read).collect(),
+            "--allow-read",
+            &config.allow_read,
+            allow_read,
             &mut guard.allow_read,
         ),
         (
             "allow_unix_sockets",
-            config.allow_unix_sockets.iter().chain(sockets).collect(),
+            "--allow-unix-socket",
+            &config.allow_unix_sockets,
+            sockets,
             &mut guard.sockets,
         ),
     ] {
-        for path in paths {
-            list.push(parse_guard_path(path, env).map_err(|e| format!("{key}: {e}"))?);
+        for path in from_file {
+            let path = parse_guard_path(path, env)
+                .map_err(|e| format!("config: {}", config.error(key, None, &e)))?;
+            list.push(path);
+        }
+        for path in from_options {
+            list.push(parse_guard_path(path, env).map_err(|e| format!("{option}: {e}"))?);
         }
     }
     Ok(())
@@ -244,7 +253,17 @@ impl SandboxSettings {
             },
             network: self.network || self.mode == Mode::Off || (open_world && tool != "bash"),
             guard: self.guard.clone(),
+            limits: self.limits,
         }
+    }
+
+    /// Takes the config file's `[limits]` over the defaults.
+    pub fn take_limits(&mut self, config: &crate::config::Config) {
+        let file = &config.limits;
+        let limits = &mut self.limits;
+        limits.processes = file.processes.unwrap_or(limits.processes);
+        limits.memory = file.memory.map_or(limits.memory, |m| m as u64);
+        limits.file_size = file.file_size.map_or(limits.file_size, |f| f as u64);
     }
 }
 
@@ -318,6 +337,7 @@ impl Settings {
                 unavailable: None,
                 guard,
                 guard_gaps: Vec::new(),
+                limits: crate::sandbox::limits::Limits::default(),
             },
             tool_env: BTreeMap::new(),
             mcp_config,
@@ -381,30 +401,6 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
         }
         _ => Err(format!(
             "invalid timeout '{text}': expected seconds, more than 0 and at most 86400 (e.g. 30 or 0.5)"
-        )),
-    }
-}
-
-/// Parses `--max-output`: bytes, with an optional binary suffix (`64K`, `1M`,
-/// `1MiB`).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(split);
-    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => 0,
-    };
-    match digits.parse::<u64>() {
-        Ok(n) if unit != 0 && n > 0 => n
-            .checked_mul(unit)
-            .and_then(|b| usize::try_from(b).ok())
-            .ok_or_else(|| format!("invalid size '{text}': too large")),
-        _ => Err(format!(
-            "invalid size '{text}': expected a number of bytes above 0, optionally with K, M or G (e.g. 1048576 or 1M)"
         )),
     }
 }
@@ -589,17 +585,6 @@ mod tests {
         assert_eq!(parse_timeout("2s"), Ok(Duration::from_secs(2)));
         for bad in ["0", "-1", "x", "", "inf", "NaN", "100000"] {
             assert!(parse_timeout(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("100"), Ok(100));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_size("2m"), Ok(2 << 20));
-        for bad in ["0", "", "1T", "-5", "1.5M", "M"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
         }
     }
 

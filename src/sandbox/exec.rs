@@ -26,7 +26,9 @@
 //! Usage: `ikigai-tools sandbox-exec [--mode M] [--writable DIR]...
 //! [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]...
 //! [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace]
-//! [--best-effort] -- PROGRAM [ARGS...]` (the paths are `Guard`'s). Without
+//! [--processes N] [--memory BYTES] [--file-size BYTES]
+//! [--best-effort] -- PROGRAM [ARGS...]` (the paths are `Guard`'s, the
+//! numbers `Limits`'). Without
 //! `--best-effort`, a fence the kernel cannot build is an error (exit 125)
 //! and the program does not run: a call never runs unsandboxed silently.
 
@@ -36,7 +38,27 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
+use super::limits::Limits;
 use super::{caps, landlock, namespace, seccomp, Fence, Guard, Mode};
+
+/// A limit read from the command line, into its own type.
+trait SetLimit {
+    fn set(&mut self, value: u64) -> Result<(), String>;
+}
+
+impl SetLimit for u64 {
+    fn set(&mut self, value: u64) -> Result<(), String> {
+        *self = value;
+        Ok(())
+    }
+}
+
+impl SetLimit for u32 {
+    fn set(&mut self, value: u64) -> Result<(), String> {
+        *self = u32::try_from(value).map_err(|_| format!("{value} is too large"))?;
+        Ok(())
+    }
+}
 
 /// The exit code when sandbox-exec itself fails (bad usage, a fence that
 /// cannot be built), as `env` and `timeout` use 125.
@@ -82,6 +104,15 @@ pub fn arguments(fence: &Fence, best_effort: bool) -> Vec<OsString> {
     if !guard.namespace {
         args.push("--no-namespace".into());
     }
+    let limits = &fence.limits;
+    for (option, value) in [
+        ("--processes", u64::from(limits.processes)),
+        ("--memory", limits.memory),
+        ("--file-size", limits.file_size),
+    ] {
+        args.push(option.into());
+        args.push(value.to_string().into());
+    }
     if best_effort {
         args.push("--best-effort".into());
     }
@@ -114,7 +145,25 @@ pub fn parse_fence<'a>(
         namespace: true,
         ..Guard::default()
     };
+    let mut limits = Limits::default();
     while let Some(arg) = it.next() {
+        let limit = match arg.to_str() {
+            Some("--processes") => Some(&mut limits.processes as &mut dyn SetLimit),
+            Some("--memory") => Some(&mut limits.memory as &mut dyn SetLimit),
+            Some("--file-size") => Some(&mut limits.file_size as &mut dyn SetLimit),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            let value = it
+                .next()
+                .and_then(|v| v.to_str())
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|v| *v > 0);
+            let name = arg.to_string_lossy();
+            let value = value.ok_or_else(|| format!("{name} needs a number above 0"))?;
+            limit.set(value).map_err(|e| format!("{name}: {e}"))?;
+            continue;
+        }
         let list = match arg.to_str() {
             Some("--hide") => Some(&mut guard.hide),
             Some("--allow-read") => Some(&mut guard.allow_read),
@@ -148,6 +197,7 @@ pub fn parse_fence<'a>(
                     writable,
                     network,
                     guard,
+                    limits,
                 };
                 return Ok((fence, best_effort));
             }
@@ -156,6 +206,7 @@ pub fn parse_fence<'a>(
                     "unknown argument '{}' (usage: {NAME} [--mode M] [--writable DIR]... \
                      [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]... \
                      [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace] \
+                     [--processes N] [--memory BYTES] [--file-size BYTES] \
                      [--best-effort] -- PROGRAM [ARGS...])",
                     arg.to_string_lossy()
                 ))
@@ -366,18 +417,22 @@ impl Layers {
 
 /// Builds the fence around this process; with `best_effort`, the parts the
 /// kernel lacks are skipped. In order: the call's namespace (its mounts
-/// need the namespace's capabilities), Landlock, seccomp, every capability
-/// dropped, and last the scopes.
+/// need the namespace's capabilities), the limits (after the namespace, in
+/// which a process limit counts the call's own), Landlock, seccomp, every
+/// capability dropped, and last the scopes.
 pub(super) fn build_fence(fence: &Fence, best_effort: bool, layers: Layers) -> Result<(), String> {
     if !fence.mode.confines() {
+        // No namespace with the sandbox off: a process limit would count
+        // every process of the user, so there is none.
+        fence.limits.apply(false)?;
         return match layers.processes {
             true => Ok(()),
             false => seccomp::deny_processes(),
         };
     }
-    if fence.guard.namespace {
-        namespace::enter(fence, layers.hold)?;
-    }
+    // A process that may start none needs no namespace for counting them.
+    let counted = fence.guard.namespace && namespace::enter(fence, layers.hold, layers.processes)?;
+    fence.limits.apply(counted)?;
     if !best_effort || landlock::abi_version().is_some() {
         landlock::restrict(fence.mode, &fence.writable)?;
     }
@@ -432,19 +487,22 @@ pub(super) fn own_tool(
     tool_named(program, args)
 }
 
-/// The tool and its arguments that dispatch reads from `program`'s name,
-/// when it names one of ours.
+/// The tool and its arguments that `program`'s name names, as the front
+/// door reads them: a link named after one of our tools (`file-read`), or
+/// our executable with the tool's name as its first argument.
 pub(super) fn tool_named(
     program: &OsStr,
     args: &[OsString],
 ) -> Option<(&'static dyn crate::tool::Tool, Vec<OsString>)> {
-    let argv = std::iter::once(program.to_os_string())
-        .chain(args.iter().cloned())
-        .collect();
-    match crate::dispatch::resolve(argv) {
-        crate::dispatch::Personality::Tool(tool, rest) => Some((tool, rest)),
-        _ => None,
+    let base = std::path::Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(tool) = crate::tools::find(&base) {
+        return Some((tool, args.to_vec()));
     }
+    let first = args.first()?.to_str()?;
+    crate::tools::find(first).map(|tool| (tool, args[1..].to_vec()))
 }
 
 /// The forked child, before it runs the tool: its own process group, killed
@@ -756,6 +814,11 @@ mod tests {
                 sockets: vec!["/run/agent".into()],
                 namespace: false,
             },
+            limits: Limits {
+                processes: 64,
+                memory: 1 << 30,
+                file_size: 5 << 20,
+            },
         };
         let mut args = arguments(&fence, true);
         assert_eq!(args[0], NAME);
@@ -769,6 +832,7 @@ mod tests {
         assert_eq!(plain.fence.mode, Mode::WorkspaceWrite);
         assert!(!plain.fence.network && !plain.best_effort);
         assert!(plain.fence.guard.namespace);
+        assert_eq!(plain.fence.limits, Limits::default());
     }
 
     #[test]
@@ -782,6 +846,12 @@ mod tests {
             ("--bogus -- x", "unknown argument '--bogus'"),
             ("--network", "no program"),
             ("--", "no program after --"),
+            ("--processes 0 -- x", "--processes needs a number above 0"),
+            ("--memory 1G -- x", "--memory needs a number above 0"),
+            (
+                "--processes 5000000000 -- x",
+                "--processes: 5000000000 is too large",
+            ),
         ] {
             let err = parse(&words(args)).unwrap_err();
             assert!(err.contains(says), "{args}: {err}");

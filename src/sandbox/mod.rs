@@ -19,6 +19,8 @@
 //! - `namespace`: the call's own user and mount namespace, where the
 //!   secret paths and the sockets that lead out are hidden and the files
 //!   that run later are read-only (decisions 72, 75, 76; docs/sandbox.md).
+//! - `limits`: what one call may take (processes, data, file size, no
+//!   core dumps) and its OOM score (decision 81).
 //! - `caps`: every capability dropped, so a root host's tool is fenced as
 //!   an ordinary user's (decision 71).
 //!
@@ -28,6 +30,7 @@
 pub mod caps;
 pub mod exec;
 pub mod landlock;
+pub mod limits;
 pub mod namespace;
 pub mod seccomp;
 pub mod secrets;
@@ -96,6 +99,8 @@ pub struct Fence {
     pub network: bool,
     /// What the call's namespace hides and keeps read-only.
     pub guard: Guard,
+    /// What the call may take of the machine, in every mode.
+    pub limits: limits::Limits,
 }
 
 impl Fence {

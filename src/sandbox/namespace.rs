@@ -95,19 +95,35 @@ pub fn available() -> bool {
 }
 
 /// Enters the call's namespace and makes its mounts, when there is
-/// anything to cover. This process must be single-threaded (the kernel's
-/// rule for a new user namespace). With `hold`, a namespace made is also
-/// held by a process of its own ([`holder`], decision 108), so that its
-/// end is not in the exit of this process.
-pub fn enter(fence: &Fence, hold: bool) -> Result<(), String> {
+/// anything to cover; with `count` (the call may start processes), a user
+/// namespace at least, in which the call's process limit counts its own
+/// processes (`limits`). Returns whether this process is now in a user
+/// namespace of its own. This process must be single-threaded (the
+/// kernel's rule for a new user namespace). With `hold`, a mount namespace
+/// made is also held by a process of its own ([`holder`], decision 108),
+/// so that its end is not in the exit of this process.
+pub fn enter(fence: &Fence, hold: bool, count: bool) -> Result<bool, String> {
     let plan = Plan::of(fence);
-    if plan == Plan::default() {
-        // Nothing to cover: a namespace would cost its making and its end
-        // (about 0.2 ms) for nothing.
-        return Ok(());
-    }
     // SAFETY: plain calls on this process.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if plan == Plan::default() {
+        if !count {
+            // Nothing to cover: a namespace would cost its making and its
+            // end (about 0.2 ms) for nothing.
+            return Ok(false);
+        }
+        // A user namespace alone: no mount table to copy or to end.
+        // SAFETY: unshare changes only this process's namespaces.
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+            return Err(format!(
+                "cannot make the call's user namespace: {} (the kernel refuses \
+                 unprivileged namespaces)",
+                io::Error::last_os_error()
+            ));
+        }
+        map_ids(uid, gid)?;
+        return Ok(true);
+    }
     // SAFETY: unshare changes only this process's namespaces.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
         return Err(format!(
@@ -128,7 +144,7 @@ pub fn enter(fence: &Fence, hold: bool) -> Result<(), String> {
         std::env::set_current_dir(&dir)
             .map_err(|e| format!("cannot enter {} again: {e}", dir.display()))?;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The pid of the process holding this process's namespace, 0 when none.
@@ -793,6 +809,7 @@ mod tests {
                 protect: vec![ws.join(".bashrc"), home.join(".profile")],
                 ..Guard::default()
             },
+            limits: crate::sandbox::limits::Limits::default(),
         };
         let plan = Plan::of(&fence);
         assert_eq!(plan.hide_dirs, [home.join(".aws")]);

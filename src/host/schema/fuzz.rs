@@ -28,10 +28,22 @@ const WORDS: &[&str] = &[
     "file_path",
 ];
 
+/// Our own tools' schemas as they print them (the fixtures that
+/// `tests/tools/protocol.rs` holds equal to each tool's `--schema`): the host
+/// knows a tool only by what it prints, never by its code.
 fn ours() -> Vec<Value> {
-    crate::tools::TOOLS
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schemas");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the schema fixtures")
+        .map(|e| e.expect("a fixture").path())
+        .collect();
+    files.sort();
+    files
         .iter()
-        .map(|t| serde_json::from_str(t.schema()).expect("our schemas are JSON"))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("a readable fixture");
+            serde_json::from_str(&text).expect("our schemas are JSON")
+        })
         .collect()
 }
 

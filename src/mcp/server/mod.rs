@@ -174,6 +174,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     if let Err(e) = added {
         return usage(&format!("ikigai-tools mcp: {e}"));
     }
+    settings.sandbox.take_limits(&config);
     if let Some(gap) = &settings.sandbox.unavailable {
         eprintln!("ikigai-tools mcp: warning: {gap}; tool calls run with only what it supports");
     }
