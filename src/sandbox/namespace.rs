@@ -310,9 +310,17 @@ fn write(path: &str, text: &str) -> Result<(), String> {
 /// What one call's namespace covers, found before it is made.
 #[derive(Debug, Default, PartialEq)]
 struct Plan {
+    /// Directories bound onto themselves, writable as before, so that they
+    /// cannot be renamed, moved or removed (EBUSY): each directory above a
+    /// protected or secret path that a writable directory holds
+    /// (decision 79), the shallowest first.
+    pinned: Vec<PathBuf>,
     read_only: Vec<PathBuf>,
     hide_dirs: Vec<PathBuf>,
     hide_files: Vec<PathBuf>,
+    /// Secret directories hidden entry by entry, because a path given back
+    /// lies inside (`~/.ssh` and its `known_hosts`).
+    split: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -343,6 +351,29 @@ impl Plan {
         for path in &guard.hide {
             plan.hide(path, &guard.allow_read);
         }
+        // A secret directory that keeps readable entries is read-only as a
+        // whole where it is writable: nothing given back can be removed
+        // (`rm -rf ~/.ssh` keeps known_hosts) and nothing new put beside.
+        for dir in std::mem::take(&mut plan.split) {
+            if writable.iter().any(|w| dir.starts_with(w)) && !plan.read_only.contains(&dir) {
+                plan.read_only.push(dir);
+            }
+        }
+        // Each of them stays where it is: neither it (a mount point
+        // already) nor any directory above it that a writable directory
+        // holds can be renamed away, to be replaced by a writable copy or
+        // to carry a secret to a path that a later call reads.
+        let guarded: Vec<PathBuf> = plan
+            .read_only
+            .iter()
+            .chain(&plan.hide_dirs)
+            .chain(&plan.hide_files)
+            .cloned()
+            .collect();
+        for path in &guarded {
+            plan.pin_above(path, &writable);
+        }
+        plan.pinned.sort_by_key(|p| p.components().count());
         let workspace: Vec<&PathBuf> = writable
             .iter()
             .filter(|w| !SHARED_TEMP.iter().any(|t| Path::new(t) == w.as_path()))
@@ -375,6 +406,9 @@ impl Plan {
             .iter()
             .any(|a| a.starts_with(path) || a.starts_with(&real));
         if is_dir && inside {
+            if !self.split.contains(&real) {
+                self.split.push(real.clone());
+            }
             if let Ok(entries) = std::fs::read_dir(&real) {
                 for entry in entries.flatten() {
                     self.hide(&path.join(entry.file_name()), allow);
@@ -392,9 +426,31 @@ impl Plan {
         }
     }
 
+    /// Pins each directory above `path` whose own directory is writable
+    /// (so that it could be renamed), up to the first that is not.
+    fn pin_above(&mut self, path: &Path, writable: &[PathBuf]) {
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            let Some(parent) = d.parent() else {
+                break;
+            };
+            if !writable.iter().any(|w| parent.starts_with(w)) {
+                break;
+            }
+            let mounted = self.read_only.iter().chain(&self.hide_dirs).any(|m| m == d);
+            if !mounted && !self.pinned.iter().any(|p| p == d) {
+                self.pinned.push(d.to_path_buf());
+            }
+            dir = Some(parent);
+        }
+    }
+
     fn apply(&self) -> Result<(), String> {
+        for path in &self.pinned {
+            bind(path, false)?;
+        }
         for path in &self.read_only {
-            bind_read_only(path)?;
+            bind(path, true)?;
         }
         if self.hide_dirs.is_empty() && self.hide_files.is_empty() {
             return Ok(());
@@ -433,7 +489,9 @@ fn real_path(path: &Path) -> Option<PathBuf> {
 
 /// A writable directory's repository files that run code later: its
 /// `.git/hooks` (made when missing, as `git init` makes it, so that it can
-/// be covered) and `.git/config`.
+/// be covered), `.git/config`, and what tells git to read another
+/// repository's config (`.git/commondir`, `.git/config.worktree`,
+/// `.git/worktrees/`), each covered where it exists.
 fn git_paths(dir: &Path) -> Vec<PathBuf> {
     let git = dir.join(".git");
     if !git.is_dir() {
@@ -443,7 +501,13 @@ fn git_paths(dir: &Path) -> Vec<PathBuf> {
     if !hooks.exists() {
         let _ = std::fs::create_dir(&hooks);
     }
-    vec![hooks, git.join("config")]
+    vec![
+        hooks,
+        git.join("config"),
+        git.join("commondir"),
+        git.join("config.worktree"),
+        git.join("worktrees"),
+    ]
 }
 
 /// The Unix sockets bound when the call starts: every path in
@@ -516,8 +580,10 @@ fn vanished() -> bool {
     io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
 }
 
-/// Binds `path` read-only onto itself (with what is mounted beneath it).
-fn bind_read_only(path: &Path) -> Result<(), String> {
+/// Binds `path` onto itself (with what is mounted beneath it), read-only
+/// or as writable as it was. Either way it is now a mount point, which
+/// `rename`, `rmdir` and `unlink` refuse with EBUSY.
+fn bind(path: &Path, read_only: bool) -> Result<(), String> {
     let c = c_path(path)?;
     // SAFETY: syscalls on valid C strings and descriptors this function
     // opens and closes; the attribute struct is valid for its size.
@@ -541,14 +607,15 @@ fn bind_read_only(path: &Path) -> Result<(), String> {
             propagation: 0,
             userns_fd: 0,
         };
-        let result = if libc::syscall(
-            libc::SYS_mount_setattr,
-            tree,
-            c"".as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        ) != 0
+        let result = if read_only
+            && libc::syscall(
+                libc::SYS_mount_setattr,
+                tree,
+                c"".as_ptr(),
+                (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
         {
             Err(last_error("make read-only", path))
         } else if libc::syscall(
@@ -560,7 +627,7 @@ fn bind_read_only(path: &Path) -> Result<(), String> {
             MOVE_MOUNT_F_EMPTY_PATH,
         ) != 0
         {
-            Err(last_error("mount read-only over", path))
+            Err(last_error("mount onto itself", path))
         } else {
             Ok(())
         };
@@ -826,11 +893,33 @@ mod tests {
                 ws.join(".git/config")
             ]
         );
+        // The directory above a protected path cannot be renamed away; the
+        // workspace itself lies in a directory that is not writable.
+        assert_eq!(plan.pinned, [ws.join(".git")]);
         // read-only mode has nothing writable to protect.
         let ro = Plan::of(&Fence {
             mode: Mode::ReadOnly,
+            ..fence.clone()
+        });
+        assert!(ro.read_only.is_empty() && ro.pinned.is_empty());
+        // With the home writable (the workspace is the home directory), a
+        // secret directory that keeps readable entries is read-only whole,
+        // and every directory above a guarded path is pinned up to the
+        // first whose own directory is not writable.
+        std::fs::create_dir_all(home.join(".config/ikigai")).unwrap();
+        let at_home = Plan::of(&Fence {
+            writable: vec![home.clone()],
+            guard: Guard {
+                protect: vec![home.join(".config/ikigai")],
+                ..fence.guard.clone()
+            },
             ..fence
         });
-        assert!(ro.read_only.is_empty());
+        assert_eq!(
+            at_home.read_only,
+            [home.join(".config/ikigai"), home.join(".ssh")]
+        );
+        assert_eq!(at_home.pinned, [home.join(".config")]);
+        assert!(at_home.hide_files.contains(&home.join(".ssh/id_ed25519")));
     }
 }
