@@ -174,8 +174,11 @@ pub fn main(args: Vec<OsString>) -> Start {
         Some(Subcommand::Call(cmd)) => call(&settings, cmd),
         Some(Subcommand::Sandbox(cmd)) => match cmd.action {
             SandboxAction::Check(_) => {
-                let report =
-                    Support::detect().report(&settings.sandbox.writable(), &settings.sandbox.guard);
+                let report = Support::detect().report(
+                    &settings.sandbox.writable(),
+                    &settings.sandbox.guard,
+                    &settings.sandbox.limits,
+                );
                 crate::out::print_out(report.as_bytes(), false);
                 ExitCode::SUCCESS
             }

@@ -139,6 +139,16 @@ impl Fence {
                 list(&self.guard.hide)
             ));
         }
+        if self.mode == Mode::WorkspaceWrite {
+            rules.push(
+                "no rename, move or removal of a read-only or secret path, nor of any \
+                 directory above one in a writable directory (the sandbox's rule that \
+                 keeps them where they are: \"Device or resource busy\"), and no link to a \
+                 secret (\"Invalid cross-device link\"); a secret directory that keeps \
+                 readable files (~/.ssh) is read-only whole"
+                    .to_string(),
+            );
+        }
         rules.push(
             "Unix sockets outside the workspace or under the runtime and display \
              directories are refused; config allow_unix_sockets or --allow-unix-socket PATH \
@@ -272,9 +282,42 @@ impl Support {
         })
     }
 
+    /// The limits of each call and which of them hold here (decision 81).
+    fn limits_report(&self, limits: &limits::Limits) -> String {
+        let processes = if self.root {
+            "not enforced here: the kernel applies no process limit to uid 0 (root)".to_string()
+        } else if !self.namespaces {
+            "not enforced here: without a user namespace of its own a call's limit would \
+             count every process of yours"
+                .to_string()
+        } else {
+            format!(
+                "{} (limits.processes), counted in the call's own user namespace; not with \
+                 --sandbox off",
+                limits.processes
+            )
+        };
+        format!(
+            "\nLimits of each call, every mode (config [limits]; soft and hard the same, so a \
+             tool cannot raise them):\n  \
+             processes and threads at once: {processes}\n  \
+             data per process: {} (limits.memory; RLIMIT_DATA, so runtimes that reserve \
+             address space still start)\n  \
+             bytes per file written: {} (limits.file_size); a call stopped there answers \
+             RESOURCE_LIMIT\n  \
+             core dumps: none\n  \
+             OOM score adjustment: 1000, so the kernel ends a tool before the host or your \
+             other programs\n  \
+             no scope or control group per call: a call's memory is bounded per process, \
+             not as a whole\n",
+            limits::size_text(limits.memory),
+            limits::size_text(limits.file_size),
+        )
+    }
+
     /// `ikigai sandbox check`: what the kernel supports and what each mode
     /// allows on it.
-    pub fn report(&self, writable: &[PathBuf], guard: &Guard) -> String {
+    pub fn report(&self, writable: &[PathBuf], guard: &Guard, limits: &limits::Limits) -> String {
         let landlock = match self.landlock_abi {
             Some(abi) => format!("yes (ABI version {abi})"),
             None => "no (not built into this kernel or not enabled at boot)".into(),
@@ -349,6 +392,7 @@ impl Support {
             list(&guard.socket_dirs),
             list(&guard.sockets),
         );
+        text += &self.limits_report(limits);
         for mode in [Mode::WorkspaceWrite, Mode::ReadOnly] {
             if let Some(gap) = self.gap(mode) {
                 text += &format!("Warning: {gap}.\n");
@@ -396,7 +440,12 @@ mod tests {
         assert_eq!(none.gap(Mode::Off), None);
         let gap = none.gap(Mode::ReadOnly).unwrap();
         assert!(gap.contains("Landlock") && gap.contains("seccomp"), "{gap}");
-        let report = none.report(&[], &Guard::default());
+        let report = none.report(&[], &Guard::default(), &limits::Limits::default());
+        assert!(report.contains("data per process: 8 GiB"), "{report}");
+        assert!(
+            report.contains("processes and threads at once: not enforced"),
+            "{report}"
+        );
         assert!(report.contains("Landlock: no"), "{report}");
         assert!(report.contains("Warning:"), "{report}");
         assert!(
@@ -409,7 +458,18 @@ mod tests {
             sockets: vec![PathBuf::from("/run/agent.sock")],
             ..Guard::default()
         };
-        let report = full.report(&[PathBuf::from("/w")], &guard);
+        let report = full.report(&[PathBuf::from("/w")], &guard, &limits::Limits::default());
+        assert!(report.contains("uid 0 (root)"), "{report}");
+        let user = Support {
+            root: false,
+            ..full
+        };
+        let report = user.report(&[], &guard, &limits::Limits::default());
+        assert!(
+            report.contains("at once: 2048 (limits.processes)"),
+            "{report}"
+        );
+        assert!(report.contains("4 GiB (limits.file_size)"), "{report}");
         assert!(report.contains("ABI version 7") && report.contains("under /w"));
         assert!(report.contains("/h/.aws") && report.contains("/run/agent.sock"));
         assert!(report.contains("every capability is dropped"), "{report}");

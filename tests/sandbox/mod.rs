@@ -864,5 +864,6 @@ fn sandbox_check_says_what_the_kernel_supports() {
 }
 
 mod spawner;
+mod walls;
 mod ways_out;
 mod worker;

@@ -21,10 +21,10 @@ use serde_json::{json, Value};
 use crate::common::{bin, unwritable_by_default, Output};
 
 /// The unprivileged user of the second run.
-const NOBODY: u32 = 65534;
+pub(super) const NOBODY: u32 = 65534;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Who {
+pub(super) enum Who {
     /// The user running the tests (root on CI).
     Me,
     /// `nobody`, through setpriv (only when the tests run as root).
@@ -33,7 +33,7 @@ enum Who {
 
 /// The users to try: the runner, and nobody when the runner is root and
 /// setpriv is there. None (with the reason) without Landlock.
-fn users() -> Vec<Who> {
+pub(super) fn users() -> Vec<Who> {
     if super::landlock().is_none() {
         return Vec::new();
     }
@@ -56,16 +56,20 @@ fn has_python() -> bool {
 
 /// A home directory with secrets and start-up files, a workspace (a git
 /// repository) beside it, a directory outside both, and a tools directory.
-struct Place {
+pub(super) struct Place {
     _tmp: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-    outside: PathBuf,
-    tools: PathBuf,
-    who: Who,
+    pub(super) home: PathBuf,
+    pub(super) ws: PathBuf,
+    pub(super) outside: PathBuf,
+    pub(super) tools: PathBuf,
+    pub(super) who: Who,
+    /// Limits set from outside on the host (`prlimit` options), so that a
+    /// test of the call's own limits cannot exhaust the machine when they
+    /// fail to hold.
+    pub(super) outer: Vec<String>,
 }
 
-const SECRET_FILES: &[&str] = &[
+pub(super) const SECRET_FILES: &[&str] = &[
     ".ssh/id_ed25519",
     ".aws/credentials",
     ".netrc",
@@ -75,7 +79,7 @@ const SECRET_FILES: &[&str] = &[
 ];
 
 impl Place {
-    fn new(who: Who) -> Place {
+    pub(super) fn new(who: Who) -> Place {
         let tmp = unwritable_by_default();
         let root = tmp.path().canonicalize().unwrap();
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -129,25 +133,33 @@ impl Place {
             outside,
             tools,
             who,
+            outer: Vec::new(),
         }
     }
 
     /// `program` run as this place's user, with a plain environment.
-    fn command(&self, program: &Path) -> Command {
-        let mut cmd = match self.who {
-            Who::Me => Command::new(program),
-            Who::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    &format!("--reuid={NOBODY}"),
-                    &format!("--regid={NOBODY}"),
-                    "--clear-groups",
-                    "--",
-                ])
-                .arg(program);
-                c
-            }
-        };
+    pub(super) fn command(&self, program: &Path) -> Command {
+        let mut argv: Vec<std::ffi::OsString> = Vec::new();
+        if !self.outer.is_empty() {
+            argv.push("prlimit".into());
+            argv.extend(self.outer.iter().map(Into::into));
+            argv.push("--".into());
+        }
+        if self.who == Who::Nobody {
+            argv.extend(
+                [
+                    "setpriv".to_string(),
+                    format!("--reuid={NOBODY}"),
+                    format!("--regid={NOBODY}"),
+                    "--clear-groups".to_string(),
+                    "--".to_string(),
+                ]
+                .map(Into::into),
+            );
+        }
+        argv.push(program.into());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
         cmd.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
             .env("HOME", &self.home)
@@ -157,7 +169,13 @@ impl Place {
     }
 
     /// `ikigai --sandbox workspace-write OPTIONS call TOOL ARGS` in `dir`.
-    fn call_in(&self, dir: &Path, options: &[&str], tool: &str, args: Value) -> (Value, Output) {
+    pub(super) fn call_in(
+        &self,
+        dir: &Path,
+        options: &[&str],
+        tool: &str,
+        args: Value,
+    ) -> (Value, Output) {
         let mut cmd = self.command(&self.tools.join("ikigai"));
         cmd.current_dir(dir)
             .args(["--tools-dir"])
@@ -171,7 +189,7 @@ impl Place {
         (out.json(), out)
     }
 
-    fn bash_in(&self, dir: &Path, options: &[&str], command: &str) -> String {
+    pub(super) fn bash_in(&self, dir: &Path, options: &[&str], command: &str) -> String {
         let (envelope, out) = self.call_in(dir, options, "bash", json!({ "command": command }));
         envelope["result"]["output"]
             .as_str()
@@ -179,12 +197,12 @@ impl Place {
             .to_string()
     }
 
-    fn bash(&self, options: &[&str], command: &str) -> String {
+    pub(super) fn bash(&self, options: &[&str], command: &str) -> String {
         self.bash_in(&self.ws, options, command)
     }
 }
 
-fn output(mut cmd: Command) -> Output {
+pub(super) fn output(mut cmd: Command) -> Output {
     let out = cmd.stdin(Stdio::null()).output().unwrap();
     Output {
         code: out.status.code().unwrap_or(-1),
@@ -303,7 +321,10 @@ fn secret_paths_are_unreadable_every_way_until_given_back() {
 
 /// An MCP server over the place's tools and a function that calls one
 /// tool and returns the text the client sees.
-fn mcp(p: &Place, options: &[&str]) -> (std::process::Child, impl FnMut(&str, Value) -> String) {
+pub(super) fn mcp(
+    p: &Place,
+    options: &[&str],
+) -> (std::process::Child, impl FnMut(&str, Value) -> String) {
     let mut cmd = p.command(&bin());
     cmd.arg("mcp")
         .args(options)
