@@ -127,7 +127,7 @@ fn set(resource: libc::__rlimit_resource_t, value: u64, what: &str) -> Result<()
 /// or bytes.
 pub fn size_text(bytes: u64) -> String {
     for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
-        if bytes >= unit && bytes % unit == 0 {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
             return format!("{} {name}", bytes / unit);
         }
     }

@@ -12,9 +12,16 @@
 //!   inside a secret directory is left uncovered and its siblings covered
 //!   one by one (`~/.ssh/known_hosts` inside `~/.ssh`);
 //! - each protected path (`Guard::protect`, and each writable directory's
-//!   `.git/hooks` and `.git/config`) that lies in a writable directory is
-//!   bound read-only onto itself: writes fail with EROFS while the rest of
-//!   the directory stays writable;
+//!   `.git/hooks`, `.git/config` and what names another config) that lies
+//!   in a writable directory is bound read-only onto itself: writes fail
+//!   with EROFS while the rest of the directory stays writable; so is a
+//!   secret directory that keeps readable entries;
+//! - each directory above a protected or secret path, up to the first
+//!   whose own directory is not writable, is bound onto itself, writable
+//!   as before (decision 79): a mount point cannot be renamed, moved or
+//!   removed (EBUSY), so what is protected stays where the next call
+//!   looks for it, and a covered secret cannot be hard-linked elsewhere
+//!   (EXDEV);
 //! - each Unix socket bound at the call's start outside the workspace
 //!   (`/proc/net/unix`, the well-known daemon sockets, the sockets under
 //!   `Guard::socket_dirs`) is covered the same way, so `connect` fails with
