@@ -127,7 +127,7 @@ impl Dir {
         &self.path
     }
 
-    /// A new file `name` here, mode `mode`, open for writing; an existing
+    /// A new file `name` here, mode `mode`, open for writing (and reading); an existing
     /// name of any kind is `AlreadyExists`, never opened.
     pub fn create_new(&self, name: impl AsRef<OsStr>, mode: u32) -> io::Result<File> {
         let name = name.as_ref();
@@ -137,7 +137,7 @@ impl Dir {
             libc::openat(
                 self.fd.as_raw_fd(),
                 c.as_ptr(),
-                libc::O_WRONLY
+                libc::O_RDWR
                     | libc::O_CREAT
                     | libc::O_EXCL
                     | libc::O_NOFOLLOW
@@ -198,6 +198,18 @@ impl Dir {
                 e if e.kind() == io::ErrorKind::NotFound => Ok(()),
                 e => Err(e),
             },
+        }
+    }
+
+    /// Renames `from` to `to`, both here (`to` replaced, even a link: the
+    /// link itself, never what it names).
+    pub fn rename(&self, from: impl AsRef<OsStr>, to: impl AsRef<OsStr>) -> io::Result<()> {
+        let (from, to) = (cstring(from.as_ref())?, cstring(to.as_ref())?);
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: valid directory descriptors and NUL-terminated names.
+        match unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
         }
     }
 
