@@ -18,8 +18,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-pub use crate::host::for_model::{envelope, DEFAULT_MODEL_OUTPUT};
 use crate::host::files;
+pub use crate::host::for_model::{envelope, DEFAULT_MODEL_OUTPUT};
 
 /// The most bytes of whole outputs a session keeps; the oldest go first.
 pub const MAX_SAVED: u64 = 1 << 30;

@@ -155,7 +155,8 @@ impl Session {
         let entries = read_entries(&path)?;
         // A session an older version wrote may be readable by others: its
         // directory and file are made private; one a tool shaped is refused.
-        let own = private_dir(dir).with_context(|| format!("cannot resume from {}", dir.display()))?;
+        let own =
+            private_dir(dir).with_context(|| format!("cannot resume from {}", dir.display()))?;
         let name = path.file_name().unwrap_or_default();
         let mut file = own
             .open_existing(name, true)

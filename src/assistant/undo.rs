@@ -250,7 +250,10 @@ impl Undo {
         match copied {
             Ok(copied) => {
                 self.bytes += copied;
-                (Before::Saved((message, n), copied, st.st_mode & 0o7777), dirs)
+                (
+                    Before::Saved((message, n), copied, st.st_mode & 0o7777),
+                    dirs,
+                )
             }
             Err(e) => (
                 Before::NotKept(format!("cannot be copied into the undo store ({e})")),
@@ -663,7 +666,11 @@ mod trap_tests {
         fs::write(&became_dir, "before").unwrap();
         let mut undo = Undo::default();
         let session = root.path().join("session");
-        written(&mut undo, &session, &[&config, &created, &swapped, &became_dir]);
+        written(
+            &mut undo,
+            &session,
+            &[&config, &created, &swapped, &became_dir],
+        );
         // The tool's traps: a middle component now a link to the person's
         // config; a link where the made file's directory was; a directory
         // of the same name that is another; a file become a directory.
@@ -688,12 +695,21 @@ mod trap_tests {
                 .map(|f| f.1.clone())
                 .unwrap_or_else(|| panic!("{p:?} not reported: {report:?}"))
         };
-        assert!(why(&config).contains("/w/cfg is a symbolic link); left alone"), "{report:?}");
+        assert!(
+            why(&config).contains("/w/cfg is a symbolic link); left alone"),
+            "{report:?}"
+        );
         assert!(why(&created).contains("/w/new is a symbolic link); left alone"));
         assert!(why(&swapped).contains("not the one that held it; left alone"));
         assert!(why(&became_dir).contains("it is a directory now; left alone"));
-        assert_eq!(fs::read_to_string(outside.join("config.toml")).unwrap(), "person's");
-        assert_eq!(fs::read_to_string(outside.join("made.txt")).unwrap(), "person's");
+        assert_eq!(
+            fs::read_to_string(outside.join("config.toml")).unwrap(),
+            "person's"
+        );
+        assert_eq!(
+            fs::read_to_string(outside.join("made.txt")).unwrap(),
+            "person's"
+        );
         assert_eq!(fs::read_to_string(&swapped).unwrap(), "model");
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 2);
     }
@@ -727,13 +743,18 @@ mod trap_tests {
         let f = note(&mut undo, &fifo);
         assert!(f.contains("is a FIFO, not a regular file"), "{f}");
         let environ = note(&mut undo, Path::new("/proc/self/environ"));
-        assert!(environ.contains("/proc/self is a symbolic link"), "{environ}");
+        assert!(
+            environ.contains("/proc/self is a symbolic link"),
+            "{environ}"
+        );
         let environ = note(&mut undo, Path::new("/proc/thread-self/environ"));
         assert!(environ.contains("symbolic link"), "{environ}");
         assert_eq!(undo.bytes, 0);
         let kept: Vec<_> = fs::read_dir(session.join("undo"))
             .map(|d| d.flatten().collect())
             .unwrap_or_default();
-        assert!(kept.iter().all(|e| fs::read_dir(e.path()).unwrap().count() == 0));
+        assert!(kept
+            .iter()
+            .all(|e| fs::read_dir(e.path()).unwrap().count() == 0));
     }
 }

@@ -113,10 +113,7 @@ impl Dir {
             if unsafe { libc::fchmod(fd.as_raw_fd(), 0o700) } != 0 {
                 return Err(named(
                     &path,
-                    &format!(
-                        "cannot be made private ({})",
-                        io::Error::last_os_error()
-                    ),
+                    &format!("cannot be made private ({})", io::Error::last_os_error()),
                 ));
             }
         }
@@ -137,11 +134,7 @@ impl Dir {
             libc::openat(
                 self.fd.as_raw_fd(),
                 c.as_ptr(),
-                libc::O_RDWR
-                    | libc::O_CREAT
-                    | libc::O_EXCL
-                    | libc::O_NOFOLLOW
-                    | libc::O_CLOEXEC,
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 mode as libc::c_uint,
             )
         };
@@ -275,7 +268,10 @@ fn check_owned(st: &libc::stat, path: &Path, dir: bool) -> io::Result<()> {
     if st.st_uid != me {
         return Err(named(
             path,
-            &format!("belongs to user {}, not to the one running ikigai", st.st_uid),
+            &format!(
+                "belongs to user {}, not to the one running ikigai",
+                st.st_uid
+            ),
         ));
     }
     if st.st_mode & 0o022 != 0 {
@@ -553,7 +549,9 @@ mod tests {
         symlink(&outside, ikigai.join("sessions")).unwrap();
         let e = Dir::own(&ikigai.join("sessions")).unwrap_err().to_string();
         assert!(e.contains("sessions is a symbolic link"), "{e}");
-        let e = Dir::own(&ikigai.join("sessions/x")).unwrap_err().to_string();
+        let e = Dir::own(&ikigai.join("sessions/x"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sessions is a symbolic link"), "{e}");
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
         // A directory others may write.
@@ -607,7 +605,10 @@ mod tests {
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = Beneath::walk(&w, &fifo).unwrap().open_regular().unwrap_err();
+        let e = Beneath::walk(&w, &fifo)
+            .unwrap()
+            .open_regular()
+            .unwrap_err();
         assert!(e.to_string().contains("a FIFO"), "{e}");
         let e = Beneath::walk(&w, Path::new("/dev/null"))
             .unwrap()

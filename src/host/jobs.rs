@@ -179,9 +179,8 @@ impl Jobs {
                     .into(),
             )
         })?;
-        let (file, log) = Log::create(&dir.join("jobs"), id, MAX_LOG).map_err(|e| {
-            NotStarted::Cannot(format!("cannot make the job's log: {e}"))
-        })?;
+        let (file, log) = Log::create(&dir.join("jobs"), id, MAX_LOG)
+            .map_err(|e| NotStarted::Cannot(format!("cannot make the job's log: {e}")))?;
         table.last_id = id;
         let stop = Arc::new(AtomicBool::new(false));
         table.jobs.push(Job {
@@ -426,7 +425,6 @@ impl Table {
             false => format!("there is no job {id} (jobs: {})", known.join(", ")),
         })
     }
-
 }
 
 impl Job {

@@ -376,12 +376,21 @@ mod tests {
             (link.clone(), "is a symbolic link"),
             (via.join("id_ed25519"), "via is a symbolic link"),
             (fifo.clone(), "is a FIFO, not a regular file"),
-            (PathBuf::from("/dev/zero"), "/dev/zero is a file the system makes"),
+            (
+                PathBuf::from("/dev/zero"),
+                "/dev/zero is a file the system makes",
+            ),
             (PathBuf::from("/proc/1/environ"), "a file the system makes"),
-            (PathBuf::from("/proc/self/environ"), "a file the system makes"),
+            (
+                PathBuf::from("/proc/self/environ"),
+                "a file the system makes",
+            ),
         ] {
             let text = shown(&path);
-            assert!(text.contains(why) && !text.contains("PRIVATE"), "{path:?}: {text}");
+            assert!(
+                text.contains(why) && !text.contains("PRIVATE"),
+                "{path:?}: {text}"
+            );
         }
         let text = describe(
             "file_write",

@@ -171,7 +171,9 @@ fn link_allowed(path: &Path, project: &Path, secrets: &[PathBuf]) -> Result<(), 
     let Ok(target) = path.canonicalize() else {
         return Ok(());
     };
-    let project = project.canonicalize().unwrap_or_else(|_| project.to_path_buf());
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
     if !target.starts_with(&project) {
         return Err(format!(
             "it is a link to {}, outside the project",
@@ -409,7 +411,9 @@ mod tests {
         fs::write(project.join("docs.md"), "inside").unwrap();
         fs::remove_file(project.join(FILE)).unwrap();
         std::os::unix::fs::symlink("docs.md", project.join(FILE)).unwrap();
-        assert!(read(None, &project, DEFAULT_MAX_BYTES).text.contains("inside"));
+        assert!(read(None, &project, DEFAULT_MAX_BYTES)
+            .text
+            .contains("inside"));
     }
 
     #[test]

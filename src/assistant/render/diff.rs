@@ -28,7 +28,10 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
     let cwd = std::env::current_dir()?;
     let path = crate::host::files::lexical(&cwd.join(path));
     if let Some(why) = kept_from_view(&path) {
-        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, why));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ));
     }
     let (file, st) = crate::host::files::Beneath::walk(&cwd, &path)?.open_regular()?;
     let size = st.st_size as u64;
@@ -49,11 +52,14 @@ fn kept_from_view(path: &Path) -> Option<String> {
     static GUARD: OnceLock<crate::sandbox::Guard> = OnceLock::new();
     for system in ["/proc", "/sys", "/dev"] {
         if path.starts_with(system) {
-            return Some(format!("{} is a file the system makes; not shown", path.display()));
+            return Some(format!(
+                "{} is a file the system makes; not shown",
+                path.display()
+            ));
         }
     }
-    let guard = GUARD
-        .get_or_init(|| crate::host::settings::guard(&crate::tool::Env::from_process(), None));
+    let guard =
+        GUARD.get_or_init(|| crate::host::settings::guard(&crate::tool::Env::from_process(), None));
     let given_back = guard.allow_read.iter().any(|a| path.starts_with(a));
     let secret = guard.hide.iter().find(|h| path.starts_with(h))?;
     (!given_back).then(|| {
