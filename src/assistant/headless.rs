@@ -63,6 +63,19 @@ impl RunError {
 pub struct Output {
     pub format: OutputFormat,
     pub last_message: Option<PathBuf>,
+    /// Its file, opened at start without following a link: the answer is
+    /// written through this handle, whatever a tool does to the path.
+    opened: Option<Opened>,
+}
+
+/// An open `--output-last-message` file; equal only to itself.
+#[derive(Clone, Debug)]
+struct Opened(std::sync::Arc<std::fs::File>);
+
+impl PartialEq for Opened {
+    fn eq(&self, other: &Opened) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Output {
@@ -81,14 +94,37 @@ impl Output {
                 return Err("--output-last-message applies to -p MESSAGE only".into());
             }
         }
-        if let Some(path) = &last_message {
-            check_writable_place(path)?;
-        }
+        let opened = match &last_message {
+            Some(path) => {
+                check_writable_place(path)?;
+                Some(open_last_message(path)?)
+            }
+            None => None,
+        };
         Ok(Output {
             format: format.unwrap_or_default(),
             last_message,
+            opened,
         })
     }
+}
+
+/// Opens (or makes) `path` for the answer before any tool runs, reached
+/// without a link from the working directory (or `/`): a link a tool left
+/// there, to `~/.bashrc` say, is refused rather than written through, and
+/// only a regular file is opened (a FIFO would block the run).
+fn open_last_message(path: &Path) -> Result<Opened, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("--output-last-message: {e}"))?;
+    let why = |e: std::io::Error| format!("--output-last-message: {}: {e}", path.display());
+    let walk = crate::host::files::Beneath::walk(&cwd, &cwd.join(path)).map_err(why)?;
+    let file = walk.open_write().map_err(|e| {
+        format!(
+            "--output-last-message: {} {e}; ikigai writes the answer only to a file reached \
+             without a link",
+            path.display()
+        )
+    })?;
+    Ok(Opened(std::sync::Arc::new(file)))
 }
 
 /// A file may be made at `path`: its directory exists and it is not itself
@@ -259,14 +295,21 @@ fn answer(added: &[Message]) -> String {
 /// Writes the answer to `--output-last-message`'s file, even when empty, so
 /// that a file left by an earlier run is never taken for this one's answer.
 fn write_last_message(output: &Output, text: &str) -> Result<(), String> {
-    match &output.last_message {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            format!(
-                "--output-last-message: cannot write {}: {e}",
-                path.display()
-            )
-        }),
-        None => Ok(()),
+    use std::io::{Seek, Write};
+    match (&output.last_message, &output.opened) {
+        (Some(path), Some(Opened(file))) => {
+            let mut file: &std::fs::File = file;
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(text.as_bytes()))
+                .map_err(|e| {
+                    format!(
+                        "--output-last-message: cannot write {}: {e}",
+                        path.display()
+                    )
+                })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -566,7 +609,19 @@ mod tests {
         let output = Output::checked(true, None, Some(file.clone())).unwrap();
         assert_eq!(output.format, OutputFormat::Text);
         assert_eq!(output.last_message, Some(file));
-        assert!(Output::checked(true, None, Some("here.txt".into())).is_ok());
+        let here = dir.path().join("here.txt");
+        assert!(Output::checked(true, None, Some(here)).is_ok());
+        // A link a tool left, at the last component and at a middle one.
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "mine").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("notes.txt")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("via")).unwrap();
+        for linked in ["notes.txt", "via/new.txt"] {
+            let why = Output::checked(true, None, Some(dir.path().join(linked))).unwrap_err();
+            assert!(why.contains("is a symbolic link"), "{why}");
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert!(!dir.path().join("new.txt").exists());
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct Options {
     pub context_window: Option<u64>,
     pub auto_compact: Option<f64>,
     pub instructions_max_bytes: Option<usize>,
+    /// The fence git runs in for the environment block (None: not run).
+    pub git: Option<crate::host::call::ReadOnly>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -135,6 +137,11 @@ pub fn main(
     config: Config,
 ) -> ExitCode {
     let env = Env::from_process();
+    // ikigai's own directories exist before any tool runs, so the covers
+    // that keep tools from writing them hold from the first run.
+    for problem in crate::host::files::make_own_dirs(&env) {
+        eprintln!("ikigai: warning: {problem}");
+    }
     // Options beat environment variables beat the config file.
     let or_env_or_file = |option: Option<String>, var: &str, file: &Option<String>| {
         option
@@ -186,6 +193,7 @@ pub fn main(
         context_window: config.context_window.map(u64::from),
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
+        git: crate::host::call::ReadOnly::new(&settings),
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -261,6 +269,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         stated: resumed
             .as_ref()
             .and_then(|(session, _)| session.environment()),
+        git: options.git.clone(),
     };
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {

@@ -25,6 +25,7 @@ pub mod child;
 pub mod cli;
 pub mod discovery;
 pub mod envelope;
+pub mod files;
 pub mod for_model;
 pub mod format;
 pub mod jobs;

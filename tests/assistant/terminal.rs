@@ -787,3 +787,52 @@ fn undo_asks_before_putting_back_a_file_someone_changed_since() {
     pty.leave(6);
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "a by hand\n");
 }
+
+#[test]
+fn undo_never_writes_or_removes_through_a_directory_a_tool_replaced_by_a_link() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    for tool in ["file-write", "bash"] {
+        std::os::unix::fs::symlink(
+            crate::common::link(tool),
+            home.path().join("libexec").join(tool),
+        )
+        .unwrap();
+    }
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    // The person's real config, and a workspace file that says otherwise.
+    let config = home.path().join("config/ikigai");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "# mine\n").unwrap();
+    std::fs::write(config.join("notes.toml"), "# also mine\n").unwrap();
+    let cfg = home.path().join("cfg");
+    std::fs::create_dir(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), "sandbox = \"off\"\n").unwrap();
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    let write = |name: &str| serde_json::json!({"file_path": cfg.join(name), "content": "x = 1\n"});
+    let swap =
+        serde_json::json!({"command": format!("rm -rf cfg && ln -s {} cfg", config.display())});
+    pty.type_in(&format!(
+        "call file_write {} call file_write {} call bash {swap}\r",
+        write("config.toml"),
+        write("notes.toml")
+    ));
+    pty.expect_prompt(2);
+    pty.type_in("/undo\r");
+    pty.expect_count("Restore it anyway? y / n: ", 1);
+    pty.type_in("y\r");
+    pty.expect_count("Restore it anyway? y / n: ", 2);
+    pty.type_in("y\r");
+    pty.expect("no longer reached without a link");
+    let screen = pty.leave(3);
+    assert!(screen.contains("No file was restored."), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(config.join("config.toml")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(config.join("notes.toml")).unwrap(),
+        "# also mine\n"
+    );
+}

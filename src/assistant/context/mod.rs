@@ -38,6 +38,9 @@ pub struct Setup {
     /// The environment a resumed session's prompt stated: the prompt states
     /// it again, and the conversation notes what has changed since.
     pub stated: Option<Environment>,
+    /// The fence git runs in for the environment block's facts (None: git
+    /// is not run).
+    pub git: Option<crate::host::call::ReadOnly>,
 }
 
 /// The system prompt of a session and what it holds.
@@ -61,6 +64,7 @@ impl Context {
             setup.sandbox.clone(),
             setup.approval.clone(),
             setup.model.clone(),
+            setup.git.as_ref(),
         );
         let instructions = instructions::read(
             setup.personal.as_deref(),

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -630,6 +630,16 @@ fn joined(input: &str) -> String {
     input.replace("\\\n", "\n")
 }
 
+/// Whether `path` can hold the prompt history: its directory ikigai's own
+/// (made on the first run), the file a regular one of the person's or none.
+fn own_history(path: &Path) -> std::io::Result<()> {
+    let dir = crate::assistant::session::private_dir(path.parent().unwrap_or(Path::new("/")))?;
+    match dir.open_existing(path.file_name().unwrap_or_default(), false) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other.map(drop),
+    }
+}
+
 /// The interactive assistant at a terminal.
 pub fn interactive(
     conversation: &mut Conversation,
@@ -644,12 +654,18 @@ pub fn interactive(
         KeyEvent::ctrl('C'),
         EventHandler::Conditional(Box::new(CtrlC)),
     );
+    // The history is written where ikigai's own directory is, checked: a
+    // history that is not a plain file of the person's (a link a tool
+    // left) is neither read nor written.
+    let history = history.filter(|path| match own_history(path) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("warning: the prompt history is not kept: {e}");
+            false
+        }
+    });
     if let Some(path) = &history {
         let _ = editor.load_history(path);
-        // The first run has no data directory yet; its history is kept too.
-        if let Some(dir) = path.parent() {
-            let _ = crate::assistant::session::private_dir(dir);
-        }
     }
     let style = ui.err;
     let prompt = ("> ".to_string(), style.bold(&style.cyan("> ")));

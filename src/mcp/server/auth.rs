@@ -7,9 +7,9 @@
 //! loopback address only. The token is compared in a time that does not
 //! depend on how much of it a guess got right.
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
+
 use std::path::{Path, PathBuf};
 
 use crate::tool::Env;
@@ -80,24 +80,15 @@ pub fn token_path(env: &Env, port: u16) -> Option<PathBuf> {
     Some(dir.join(format!("mcp-{port}.token")))
 }
 
-/// Writes `token` to `path`, mode 0600 in a 0700 directory, replacing what
-/// was there.
+/// Writes `token` to `path`, mode 0600 in a 0700 directory of the host's
+/// own (`host::files`), replacing what was there: a new file, never one
+/// opened through a link.
 pub fn save(path: &Path, token: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // An older file keeps its mode on open: make it private before writing.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(format!("{token}\n").as_bytes())
+    let dir = crate::host::files::Dir::own(path.parent().unwrap_or(Path::new("/")))?;
+    let name = path.file_name().unwrap_or_default();
+    dir.remove_file(name)?;
+    dir.create_new(name, 0o600)?
+        .write_all(format!("{token}\n").as_bytes())
 }
 
 /// Whether an `Authorization` header carries `token`, in a time that
