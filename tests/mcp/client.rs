@@ -215,16 +215,24 @@ fn servers_end_with_the_host() {
     let mark = home.path().join("mark");
     let config = write_config(home.path(), json!({ "fast": fastmcp_stdio(python, &mark) }));
     let pidfile = home.path().join("mark.pid");
-    let out = host(&config, home.path())
-        .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
-        .output_signalling(libc::SIGKILL, || pidfile.exists());
-    assert_eq!(out.code, -1, "killed");
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(eventually(|| !alive(pid)), "the server outlived the host");
+    // Unfenced (`ikigai call` alone), and fenced inside sandbox-exec.
+    for sandbox in ["off", "workspace-write"] {
+        let _ = std::fs::remove_file(&pidfile);
+        let out = host(&config, home.path())
+            .args(["--sandbox", sandbox])
+            .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
+            .output_signalling(libc::SIGKILL, || pidfile.exists());
+        assert_eq!(out.code, -1, "killed");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            eventually(|| !alive(pid)),
+            "the server outlived the host ({sandbox})"
+        );
+    }
 }
 
 /// FastMCP over Streamable HTTP on a free port of 127.0.0.1.
