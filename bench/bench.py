@@ -1165,12 +1165,45 @@ def mcp_peer():
     return server
 
 
+# What the host fences a server it starts with (decision 82): the session's
+# rules (the secret paths hidden, the start-up files read-only, the runtime
+# sockets refused) with the network, writing the workspace, /tmp and the
+# caches. The same lists as host::settings::guard, for this HOME.
+SERVER_HIDDEN = [".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube",
+                 ".docker/config.json", ".netrc", ".git-credentials", ".config/gh", ".npmrc",
+                 ".pypirc", ".cargo/credentials.toml", ".config/ikigai/credentials.json"]
+SERVER_PROTECTED = [".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+                    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".config/fish/config.fish",
+                    ".ssh/authorized_keys", ".ikigai", ".config/ikigai", ".local/share/ikigai"]
+
+
+def fenced(argv, workspace):
+    """argv as the host starts a fenced MCP server: inside sandbox-exec."""
+    home = os.path.expanduser("~")
+    fence = [BIN, "sandbox-exec", "--mode", "workspace-write", "--network"]
+    for d in [workspace, "/tmp", "/dev/shm", os.path.join(home, ".cache"),
+              os.path.join(home, ".npm")]:
+        fence += ["--writable", d]
+    for p in SERVER_HIDDEN:
+        fence += ["--hide", os.path.join(home, p)]
+    for p in [".ssh/known_hosts", ".ssh/config"]:
+        fence += ["--allow-read", os.path.join(home, p)]
+    for p in SERVER_PROTECTED:
+        fence += ["--protect", os.path.join(home, p)]
+    fence += ["--socket-dir", "/tmp/.X11-unix"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        fence += ["--socket-dir", os.environ["XDG_RUNTIME_DIR"]]
+    return fence + ["--"] + argv
+
+
 def bench_mcp(t):
     path, text = small_file()
     peer = mcp_peer()
     ours = McpStdio([BIN, "mcp", "--libexec-dir", LIBEXEC, "--tools-dir", empty_dir("mcp-tools")],
                     cwd=DATA)
     theirs = McpStdio([peer, DATA], cwd=DATA)
+    # The same peer again, started as the host starts a server of mcp.json.
+    walled = McpStdio(fenced([peer, DATA], DATA), cwd=DATA)
     try:
         t.max_load = max(t.max_load, loadavg())
         idle = {"ours": ours.rss(), "peer": theirs.rss()}
@@ -1179,6 +1212,8 @@ def bench_mcp(t):
                      lambda r: r.get("structuredContent", {}).get("output")),
             "peer": (theirs, "read_text_file", {"path": path},
                      lambda r: r["content"][0]["text"]),
+            "fenced": (walled, "read_text_file", {"path": path},
+                       lambda r: r["content"][0]["text"]),
         }
         for label, (server, tool, args, text_of) in calls.items():
             got = text_of(server.request("tools/call", {"name": tool, "arguments": args}))
@@ -1197,6 +1232,7 @@ def bench_mcp(t):
     finally:
         ours.close()
         theirs.close()
+        walled.close()
     m = {label: statistics.median(v) for label, v in times.items()}
     return [
         ratio_row("mcp", f"tools/call round trip, read a {len(text)} B file",
@@ -1205,6 +1241,9 @@ def bench_mcp(t):
             peer="server-filesystem", peer_time=fmt_bytes(idle["peer"]),
             ratio=f"{idle['ours'] / idle['peer']:.2f}", ours_bytes=idle["ours"],
             peer_bytes=idle["peer"]),
+        ratio_row("mcp", f"fenced server (as mcp.json starts it): server-filesystem's round trip, "
+                  f"read a {len(text)} B file", m["fenced"], "the same server unfenced",
+                  m["peer"], 1.2),
     ]
 
 AGENT_FILES = 100

@@ -166,7 +166,11 @@ fn call_with(
         // fenced like any process it starts); the client carries the call.
         Protocol::Mcp => {
             let reply = crate::mcp::client::call(name, arguments, limits.timeout, cancel);
-            return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+            let mut outcome = CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+            if let Some(fence) = crate::mcp::client::fence_of(name) {
+                outcome.sandbox = envelope::sandbox_note(&outcome.envelope, &fence);
+            }
+            return outcome;
         }
     };
     let fence = settings.sandbox.fence(name, open_world(entry));
@@ -334,7 +338,7 @@ impl ReadOnly {
 /// names the very file the host runs from, even if it was replaced or
 /// deleted since (a rebuild while the assistant runs); without /proc, the
 /// path it was started from, looked up once.
-pub(super) fn own_executable() -> &'static Path {
+pub fn own_executable() -> &'static Path {
     static EXE: OnceLock<std::path::PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
         let proc_exe = Path::new("/proc/self/exe");

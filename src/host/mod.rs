@@ -159,6 +159,14 @@ pub fn main(args: Vec<OsString>) -> Start {
         if let Some(warning) = wide_workspace(&settings.sandbox, &env) {
             eprintln!("ikigai: warning: {warning}");
         }
+        for server in
+            crate::mcp::client::unfenced(settings.mcp_config.as_deref(), settings.sandbox.mode)
+        {
+            eprintln!(
+                "ikigai: warning: MCP server '{server}' runs unsandboxed, with your rights \
+                 (\"sandbox\": \"off\" in its entry)"
+            );
+        }
     }
     Start::Done(match &cli.command {
         Some(Subcommand::Tools(cmd)) => tools(&settings, cmd),

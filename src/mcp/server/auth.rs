@@ -5,7 +5,8 @@
 //! `$XDG_RUNTIME_DIR/ikigai/mcp-PORT.token` (else `~/.ikigai/`), where a
 //! client on this machine can read it. `--no-auth` serves without one, on a
 //! loopback address only. The token is compared in a time that does not
-//! depend on how much of it a guess got right.
+//! depend on how much of it a guess got right. The random IDs the HTTP
+//! server hands out come from here too (`random_hex`).
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -67,7 +68,26 @@ fn check(token: &str) -> Result<(), String> {
 
 /// A new token: 256 random bits as hex.
 pub fn make() -> String {
-    super::http::random_hex(32)
+    random_hex(32)
+}
+
+/// `n` random bytes from the kernel, as hex: the token, and the HTTP
+/// sessions' IDs, which must be as unguessable.
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        // SAFETY: getrandom writes at most the length it is given, here the
+        // rest of the buffer.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), n - filled, 0) };
+        if got <= 0 {
+            // Interrupted by a signal: again.
+            std::thread::yield_now();
+            continue;
+        }
+        filled += got as usize;
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where a made token is written: `$XDG_RUNTIME_DIR/ikigai/mcp-PORT.token`,
