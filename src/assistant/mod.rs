@@ -27,6 +27,7 @@ pub mod commands;
 pub mod context;
 pub mod conversation;
 pub mod cost;
+pub mod custom;
 pub mod for_model;
 pub mod headless;
 pub mod keys;
