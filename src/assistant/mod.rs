@@ -70,6 +70,8 @@ pub struct Options {
     pub context_window: Option<u64>,
     pub auto_compact: Option<f64>,
     pub instructions_max_bytes: Option<usize>,
+    /// Where skills and custom commands are looked for.
+    pub places: Option<custom::Places>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -187,6 +189,12 @@ pub fn main(
         context_window: config.context_window.map(u64::from),
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
+        places: Some(custom::Places::here(
+            &env,
+            &std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            false,
+            &settings.sandbox.guard,
+        )),
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -262,6 +270,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         stated: resumed
             .as_ref()
             .and_then(|(session, _)| session.environment()),
+        places: options.places.clone(),
     };
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {

@@ -11,8 +11,12 @@
 //! Nothing here stops a start: a file that cannot be used is a `Warning`
 //! naming it.
 
+pub mod commands;
 pub mod front;
+pub mod listing;
 pub mod read;
+pub mod run;
+pub mod skills;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
