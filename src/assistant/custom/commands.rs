@@ -90,7 +90,17 @@ pub fn load(places: &Places) -> (Commands, Vec<Warning>) {
         };
         let read = (|| {
             let description = field("description")?;
-            let hint = field("argument-hint")?;
+            // `argument-hint: [message]` is a YAML list, written as a hint.
+            let hint = match doc.meta.get("argument-hint") {
+                Some(serde_json::Value::Array(items)) => {
+                    let items: Vec<String> = items
+                        .iter()
+                        .map(|i| i.as_str().map_or(i.to_string(), str::to_string))
+                        .collect();
+                    Some(format!("[{}]", items.join(", ")))
+                }
+                _ => field("argument-hint")?,
+            };
             let model = field("model")?;
             let allowed = match doc.meta.get("allowed-tools") {
                 None | Some(serde_json::Value::Null) => Vec::new(),
