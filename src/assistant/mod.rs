@@ -193,8 +193,7 @@ pub fn main(
             sandbox: cli.sandbox.is_some() || env.var("IKIGAI_SANDBOX").is_some(),
             approval: cli.approval.is_some() || env.var("IKIGAI_APPROVAL").is_some(),
         };
-        let applied =
-            custom::project::apply(kept, &given, &mut settings, &mut policy, &env);
+        let applied = custom::project::apply(kept, &given, &mut settings, &mut policy, &env);
         if let Err(e) = applied {
             eprintln!("ikigai: project config: {e}");
             return ExitCode::from(exit::USAGE);
@@ -263,12 +262,9 @@ fn trust_project(
 ) -> Result<custom::trust::Project, String> {
     use std::io::BufRead;
     let mut project = custom::trust::Project::find(places)?;
-    let at_terminal = cli.prompt.is_none()
-        && std::io::stdin().is_terminal()
-        && std::io::stderr().is_terminal();
-    let store = env
-        .config_dir()
-        .map(|d| d.join(custom::trusted_file::NAME));
+    let at_terminal =
+        cli.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let store = env.config_dir().map(|d| d.join(custom::trusted_file::NAME));
     let given = cli.trust || config.trust_projects == Some(true);
     let mut ask = |question: &str| {
         eprint!("{question}");

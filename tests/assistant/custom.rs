@@ -326,3 +326,140 @@ fn two_hundred_skills_stay_within_the_budget_and_the_rest_are_named() {
     );
     assert!(out.stderr.contains("skill-199"), "{}", out.stderr);
 }
+
+/// A repository under `home` shipping a command and a config.
+fn project(home: &Path) -> PathBuf {
+    let root = home.join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(&root.join(".claude/commands/hello.md"), "Say hello to $1.");
+    write(
+        &root.join(".ikigai/config.toml"),
+        "deny = [\"bash(rm *)\"]\nallow = [\"bash\"]\nsandbox = \"off\"\n",
+    );
+    root
+}
+
+#[test]
+fn the_trust_question_is_asked_once_at_a_terminal_and_kept() {
+    use super::terminal::{command, Pty};
+    let home = tempfile::tempdir().unwrap();
+    let root = project(home.path());
+    let server = ModelServer::start(Api::OpenAi, vec![text("Hi."), text("Again.")]);
+    let mut cmd = command(home.path());
+    cmd.current_dir(&root).args(["--provider", "openai"]);
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    let mut pty = Pty::spawn(cmd);
+    pty.expect("ships files that can run code or change what ikigai may do");
+    pty.expect("settings in .ikigai/config.toml");
+    pty.expect("1 commands, 0 skills, 0 agents");
+    pty.expect("[y/N]");
+    pty.type_in("y\r");
+    pty.expect("trusted.");
+    pty.expect_prompt(1);
+    pty.type_in("/hello world\r");
+    pty.expect("Hi.");
+    pty.leave(2);
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[0].body),
+        ["Say hello to world."]
+    );
+    let kept = home.path().join("config/ikigai/trusted.toml");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&kept).unwrap().mode() & 0o777, 0o600);
+    // The answer holds for -p: the command is loaded, nothing is asked.
+    let out = against(&server, home.path())
+        .dir(&root)
+        .args(["-p", "/hello there"])
+        .output();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("[y/N]"), "{}", out.stderr);
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[1].body),
+        ["Say hello to there."]
+    );
+}
+
+#[test]
+fn without_a_terminal_an_untrusted_project_narrows_and_loads_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    tools(home.path());
+    let root = project(home.path());
+    let server = ModelServer::start(
+        Api::OpenAi,
+        vec![
+            calls(&[("bash", json!({"command": "rm -f nothing"}))]),
+            text("Refused."),
+            text("Trusted."),
+        ],
+    );
+    let out = against(&server, home.path())
+        .dir(&root)
+        .args(["-p", "/hello there"])
+        .output();
+    no_problems(&server, &out);
+    assert!(!out.stderr.contains("[y/N]"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "Project files of {} not loaded: the project is not trusted",
+            root.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("sandbox, allow not applied: the project is not trusted"),
+        "{}",
+        out.stderr
+    );
+    let r = server.requests();
+    // Not a command: the words went as typed.
+    assert_eq!(user_texts(Api::OpenAi, &r[0].body), ["/hello there"]);
+    // The project's deny rule holds all the same.
+    let result = r[1].body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(result.contains("PERMISSION_DENIED"), "{result}");
+    assert!(result.contains(".ikigai/config.toml, line 1"), "{result}");
+    // --trust loads it for this run.
+    let out = against(&server, home.path())
+        .dir(&root)
+        .args(["--trust", "-p", "/hello there"])
+        .output();
+    assert!(
+        out.stderr.contains("trusted for this run (--trust)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[2].body),
+        ["Say hello to there."]
+    );
+    assert!(!home.path().join("config/ikigai/trusted.toml").exists());
+}
+
+#[test]
+fn a_damaged_trust_file_trusts_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let root = project(home.path());
+    write(
+        &home.path().join("config/ikigai/trusted.toml"),
+        &format!(
+            "[[project]]\nroot = \"{}\"\ntrusted = true\nfiles = 7\n",
+            root.display()
+        ),
+    );
+    let server = ModelServer::start(Api::OpenAi, vec![text("ok")]);
+    let out = against(&server, home.path())
+        .dir(&root)
+        .args(["-p", "/hello there"])
+        .output();
+    assert!(out.stderr.contains("not loaded"), "{}", out.stderr);
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[0].body),
+        ["/hello there"]
+    );
+}

@@ -37,7 +37,10 @@ pub fn apply(
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    for (rules, into) in [(&project.deny, &mut policy.deny), (&project.allow, &mut policy.allow)] {
+    for (rules, into) in [
+        (&project.deny, &mut policy.deny),
+        (&project.allow, &mut policy.allow),
+    ] {
         for text in rules {
             let from = format!("{file}, line {}", text.line);
             let rule = Rule::parse(&text.value).map_err(|e| format!("{from}: {e}"))?;

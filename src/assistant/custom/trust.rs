@@ -272,7 +272,12 @@ pub type Ask<'a> = &'a mut dyn FnMut(&str) -> Option<bool>;
 /// without a terminal) when the kept answer does not cover the files as
 /// they are. `given` is `--trust` or config `trust_projects`. Returns the
 /// start line's words, when there is something to say.
-pub fn decide(project: &mut Project, store: Option<&Path>, given: bool, ask: Option<Ask<'_>>) -> Option<String> {
+pub fn decide(
+    project: &mut Project,
+    store: Option<&Path>,
+    given: bool,
+    ask: Option<Ask<'_>>,
+) -> Option<String> {
     project.trusted = false;
     if !project.ships_anything() {
         return None;
@@ -314,7 +319,8 @@ pub fn decide(project: &mut Project, store: Option<&Path>, given: bool, ask: Opt
             }
         }
         None => {
-            question += &format!("{root} ships files that can run code or change what ikigai may do:\n");
+            question +=
+                &format!("{root} ships files that can run code or change what ikigai may do:\n");
             for line in project.summary() {
                 question += &format!("  {line}\n");
             }
@@ -377,7 +383,9 @@ pub fn narrowed(config: &Config, trusted: bool, person: Mode) -> (Config, Vec<&'
             ignored.push(what);
         }
     };
-    let stricter = config.sandbox.filter(|m| strictness(*m) > strictness(person));
+    let stricter = config
+        .sandbox
+        .filter(|m| strictness(*m) > strictness(person));
     note(config.sandbox.is_some() && stricter.is_none(), "sandbox");
     note(!config.allow.is_empty(), "allow");
     note(config.network == Some(true), "network");

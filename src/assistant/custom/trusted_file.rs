@@ -59,13 +59,8 @@ pub fn read(path: &Path) -> Result<Vec<Record>, String> {
     file.take(16 << 20)
         .read_to_string(&mut text)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let parsed: File = toml::from_str(&text).map_err(|e| {
-        format!(
-            "{}: {}",
-            path.display(),
-            e.message().trim_end()
-        )
-    })?;
+    let parsed: File = toml::from_str(&text)
+        .map_err(|e| format!("{}: {}", path.display(), e.message().trim_end()))?;
     Ok(parsed.project)
 }
 
@@ -164,7 +159,10 @@ mod tests {
         keep(&path, record("/a", true)).unwrap();
         keep(&path, record("/b", false)).unwrap();
         keep(&path, record("/a", false)).unwrap();
-        assert_eq!(read(&path), Ok(vec![record("/a", false), record("/b", false)]));
+        assert_eq!(
+            read(&path),
+            Ok(vec![record("/a", false), record("/b", false)])
+        );
         let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
@@ -186,7 +184,9 @@ mod tests {
         std::fs::write(&elsewhere, "").unwrap();
         std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
         assert!(read(&path).unwrap_err().contains("is a link"));
-        assert!(keep(&path, record("/a", true)).unwrap_err().contains("is a link"));
+        assert!(keep(&path, record("/a", true))
+            .unwrap_err()
+            .contains("is a link"));
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
     }
 }

@@ -47,7 +47,10 @@ fn shipping(w: &World) {
         r#"{"mcpServers": {"db": {"command": "npx", "args": ["-y", "db-server"]}}}"#,
     );
     write(&p.join(".claude/commands/review.md"), "Review.");
-    write(&p.join(".agents/skills/pdf/SKILL.md"), "---\nname: pdf\ndescription: d\n---\n");
+    write(
+        &p.join(".agents/skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: d\n---\n",
+    );
     write(&p.join(".agents/skills/pdf/run.sh"), "echo");
 }
 
@@ -71,7 +74,9 @@ fn what_a_project_ships_is_found_and_digested() {
         ]
     );
     assert_eq!(p.config.as_ref().unwrap().deny[0].value, "bash(rm *)");
-    assert!(p.summary().contains(&"MCP server db: npx -y db-server".to_string()));
+    assert!(p
+        .summary()
+        .contains(&"MCP server db: npx -y db-server".to_string()));
     // A project config that cannot be read stops the start, named.
     write(&w.places.project.join(".ikigai/config.toml"), "deny = 3\n");
     let e = Project::find(&w.places).unwrap_err();
@@ -98,7 +103,10 @@ fn the_answer_is_asked_once_kept_and_asked_again_on_a_change() {
     // Nobody to ask: not trusted, and the start line says why.
     let line = decide(&mut project, Some(&w.store), false, None).unwrap();
     assert!(!project.trusted);
-    assert!(line.contains("not loaded: the project is not trusted"), "{line}");
+    assert!(
+        line.contains("not loaded: the project is not trusted"),
+        "{line}"
+    );
     assert!(line.contains("--trust"), "{line}");
     // Asked: yes is kept.
     let mut yes = |q: &str| {
@@ -107,8 +115,16 @@ fn the_answer_is_asked_once_kept_and_asked_again_on_a_change() {
     };
     decide(&mut project, Some(&w.store), false, Some(&mut yes)).unwrap();
     assert!(project.trusted);
-    assert!(asked[0].contains("MCP server db: npx -y db-server"), "{}", asked[0]);
-    assert!(asked[0].contains("1 commands, 1 skills, 0 agents"), "{}", asked[0]);
+    assert!(
+        asked[0].contains("MCP server db: npx -y db-server"),
+        "{}",
+        asked[0]
+    );
+    assert!(
+        asked[0].contains("1 commands, 1 skills, 0 agents"),
+        "{}",
+        asked[0]
+    );
     // The same files: trusted without a question.
     let mut again = Project::find(&w.places).unwrap();
     assert_eq!(decide(&mut again, Some(&w.store), false, None), None);
@@ -138,10 +154,16 @@ fn the_answer_is_asked_once_kept_and_asked_again_on_a_change() {
     // "No" is kept too: not asked again while nothing changes.
     let mut same = Project::find(&w.places).unwrap();
     let line = decide(&mut same, Some(&w.store), false, None).unwrap();
-    assert!(!same.trusted && line.contains("you chose not to trust it"), "{line}");
+    assert!(
+        !same.trusted && line.contains("you chose not to trust it"),
+        "{line}"
+    );
     // --trust trusts for the run, whatever was kept.
     let line = decide(&mut same, Some(&w.store), true, None).unwrap();
-    assert!(same.trusted && line.contains("trusted for this run"), "{line}");
+    assert!(
+        same.trusted && line.contains("trusted for this run"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -149,7 +171,12 @@ fn a_damaged_trust_file_trusts_nothing_and_asks() {
     let w = world();
     shipping(&w);
     let mut project = Project::find(&w.places).unwrap();
-    decide(&mut project, Some(&w.store), false, Some(&mut |_: &str| Some(true)));
+    decide(
+        &mut project,
+        Some(&w.store),
+        false,
+        Some(&mut |_: &str| Some(true)),
+    );
     std::fs::write(&w.store, "[[project]]\nroot = \"x\"\ntrusted = tru").unwrap();
     let mut again = Project::find(&w.places).unwrap();
     let line = decide(&mut again, Some(&w.store), false, None).unwrap();
@@ -164,7 +191,10 @@ fn a_damaged_trust_file_trusts_nothing_and_asks() {
             Some(true)
         }),
     );
-    assert!(question.starts_with("The trust file cannot be used"), "{question}");
+    assert!(
+        question.starts_with("The trust file cannot be used"),
+        "{question}"
+    );
     assert!(again.trusted);
 }
 
@@ -173,8 +203,14 @@ fn an_untrusted_config_narrows_but_never_widens() {
     let config = Config {
         sandbox: Some(Mode::Off),
         network: Some(true),
-        allow: vec![Located { value: "bash".into(), line: 1 }],
-        deny: vec![Located { value: "bash(rm *)".into(), line: 2 }],
+        allow: vec![Located {
+            value: "bash".into(),
+            line: 1,
+        }],
+        deny: vec![Located {
+            value: "bash(rm *)".into(),
+            line: 2,
+        }],
         deny_read: vec!["secrets".into()],
         approval: Some(ApprovalMode::Auto),
         model: Some("m".into()),
@@ -188,7 +224,13 @@ fn an_untrusted_config_narrows_but_never_widens() {
     assert_eq!(kept.deny_read, config.deny_read);
     assert_eq!(
         ignored,
-        ["sandbox", "allow", "network", "approval", "provider and model"]
+        [
+            "sandbox",
+            "allow",
+            "network",
+            "approval",
+            "provider and model"
+        ]
     );
     let strict = Config {
         sandbox: Some(Mode::ReadOnly),
