@@ -463,3 +463,30 @@ fn a_damaged_trust_file_trusts_nothing() {
         ["/hello there"]
     );
 }
+
+#[test]
+fn tab_completes_a_custom_command_at_the_terminal() {
+    use super::terminal::{command, Pty};
+    let home = tempfile::tempdir().unwrap();
+    write(
+        &commands(home.path()).join("greet-all.md"),
+        "Greet $ARGUMENTS.",
+    );
+    let server = ModelServer::start(Api::OpenAi, vec![text("Hello.")]);
+    let mut cmd = command(home.path());
+    cmd.args(["--provider", "openai"]);
+    for (k, v) in server.env() {
+        cmd.env(k, v);
+    }
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    pty.type_in("/greet\t");
+    pty.expect("/greet-all ");
+    pty.type_in("everyone\r");
+    pty.expect("Hello.");
+    pty.leave(2);
+    assert_eq!(
+        user_texts(Api::OpenAi, &server.requests()[0].body),
+        ["Greet everyone."]
+    );
+}
