@@ -1414,6 +1414,12 @@ def bench_context(t):
     need_host()
     import context_bench
     return context_bench.run_all(HOST, LIBEXEC, peers(), row)
+def bench_skills(t):
+    """200 skills: the tokens they add to the system prompt and the time
+    they add to a start (bench/skills_bench.py)."""
+    need_host()
+    import skills_bench
+    return skills_bench.run_all(t, HOST, LIBEXEC, peers(), BENCH_DIR, row, fmt_time)
 # --- headless: `ikigai -p` in a script ----------------------------------------
 
 
@@ -1559,6 +1565,7 @@ BENCHES = {
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
     "context": (bench_context, ["prompt caching, compaction in a small window, the prompt's size"]),
+    "skills": (bench_skills, ["200 skills: prompt tokens and start time"]),
     "headless": (bench_headless, ["`-p` with one file_read call, json against text",
                                   "`-p` with one file_read call, json against text, CPU time"]),
     "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),

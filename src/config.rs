@@ -70,6 +70,8 @@ pub struct Config {
     pub tools: BTreeMap<String, ToolConfig>,
     /// `[limits]`: what one call may take (decision 81).
     pub limits: LimitsConfig,
+    /// Trust every project's own files without asking (decision 87).
+    pub trust_projects: Option<bool>,
 }
 
 impl Config {
@@ -156,6 +158,7 @@ struct Raw {
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
     limits: Option<RawLimits>,
+    trust_projects: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -335,6 +338,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
         limits,
+        trust_projects: raw.trust_projects,
     })
 }
 
@@ -405,6 +409,7 @@ instructions_max_bytes = "16K"
 deny_read = ["~/private"]
 allow_read = ["~/.aws/config"]
 allow_unix_sockets = ["/run/user/1/db.sock"]
+trust_projects = true
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
@@ -470,6 +475,7 @@ file_size = 1048576
             Some(0.0)
         );
         assert_eq!(c.tools["bash"].env, ["GITHUB_TOKEN"]);
+        assert_eq!(c.trust_projects, Some(true));
         assert_eq!(c.path.as_deref(), Some(Path::new("/c/config.toml")));
         let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
         assert_eq!(c.model_output, Some(1000));

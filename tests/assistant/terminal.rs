@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 use crate::common::model_server::{text, Api, ModelServer, Reply};
 
 /// `ikigai` with a pseudo-terminal as its controlling terminal and stdio.
-struct Pty {
+pub(super) struct Pty {
     child: Child,
     master: std::fs::File,
     screen: Arc<Mutex<String>>,
 }
 
 impl Pty {
-    fn spawn(mut cmd: Command) -> Pty {
+    pub(super) fn spawn(mut cmd: Command) -> Pty {
         let (master, slave) = crate::common::openpty();
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -53,13 +53,13 @@ impl Pty {
         }
     }
 
-    fn type_in(&mut self, keys: &str) {
+    pub(super) fn type_in(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }
 
     /// Waits until the screen shows `what` (a hang fails after 30 s).
-    fn expect(&self, what: &str) {
+    pub(super) fn expect(&self, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.screen.lock().unwrap().contains(what) {
@@ -73,7 +73,7 @@ impl Pty {
     /// Waits until the prompt has been drawn for the `n`th time, so that
     /// keys like Ctrl-D reach the line editor, not the terminal's cooked
     /// mode. (rustyline turns bracketed paste on each time it reads a line.)
-    fn expect_prompt(&self, n: usize) {
+    pub(super) fn expect_prompt(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.screen.lock().unwrap().matches("\x1b[?2004h").count() >= n {
@@ -85,7 +85,7 @@ impl Pty {
     }
 
     /// Waits for the process to leave (a hang fails after 30 s).
-    fn exit_code(&mut self) -> i32 {
+    pub(super) fn exit_code(&mut self) -> i32 {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -97,7 +97,7 @@ impl Pty {
         panic!("ikigai did not leave:\n{}", self.screen.lock().unwrap());
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.screen.lock().unwrap().clone()
     }
 
@@ -114,7 +114,7 @@ impl Pty {
     }
 
     /// Leaves with Ctrl-D at the `n`th prompt, which must exit 0.
-    fn leave(&mut self, prompt: usize) -> String {
+    pub(super) fn leave(&mut self, prompt: usize) -> String {
         self.expect_prompt(prompt);
         self.type_in("\x04");
         assert_eq!(self.exit_code(), 0, "{}", self.screen());
@@ -129,7 +129,7 @@ impl Drop for Pty {
     }
 }
 
-fn command(home: &std::path::Path) -> Command {
+pub(super) fn command(home: &std::path::Path) -> Command {
     // The same clean world as the other assistant tests.
     let mut cmd = Command::new(crate::common::link("ikigai"));
     for var in [

@@ -60,6 +60,13 @@ pub(super) fn conversation_command(
             undo(conversation, ui);
             None
         }
+        "skills" => {
+            say(&format!(
+                "{}\n",
+                crate::assistant::custom::listing::skills(&conversation.context().skills)
+            ));
+            None
+        }
         _ => None,
     }
 }
@@ -140,7 +147,7 @@ fn switch_model(
     }
 }
 
-pub(super) fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
+pub fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
     const PROVIDERS: &[&str] = &["openai", "anthropic", "google", "gemini", "stub"];
     let known = |p: &str| {
         PROVIDERS
