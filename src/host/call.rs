@@ -313,6 +313,7 @@ impl ReadOnly {
             writable: Vec::new(),
             network: false,
             guard: settings.sandbox.guard.clone(),
+            limits: settings.sandbox.limits,
         };
         Some(ReadOnly {
             args: exec::arguments(&fence, false),

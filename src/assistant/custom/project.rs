@@ -65,8 +65,8 @@ pub fn apply(
     settings::add_guard_paths(&mut settings.sandbox.guard, project, &[], &[], env)
         .map_err(|e| format!("{file}: {e}"))?;
     for dir in &project.add_dirs {
-        let dir = settings::parse_dir(&dir.to_string_lossy())
-            .map_err(|e| format!("{file}: add_dirs: {e}"))?;
+        let dir = settings::parse_dir(&dir.value.to_string_lossy())
+            .map_err(|e| project.error("add_dirs", Some(dir.line), &e))?;
         settings.sandbox.add_dirs.push(dir);
     }
     for (tool, table) in &project.tools {

@@ -239,6 +239,7 @@ pub fn server_fence(sandbox: &SandboxSettings, add_dirs: &[PathBuf], env: &Env) 
         writable,
         network: true,
         guard: sandbox.guard.clone(),
+        limits: sandbox.limits,
     }
 }
 
