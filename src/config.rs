@@ -67,6 +67,50 @@ pub struct Config {
     pub instructions_max_bytes: Option<usize>,
     /// `[tools.NAME]`: per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolConfig>,
+    /// `[[hooks.EVENT]]`: programs run at fixed points of a conversation
+    /// (docs/hooks.md), in the order written.
+    pub hooks: Vec<Hook>,
+}
+
+/// The events a hook may be configured for, as Claude Code names them.
+pub const HOOK_EVENTS: [&str; 9] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "Notification",
+    "SessionEnd",
+];
+
+/// The events whose hooks a `matcher` chooses among: the tool events (the
+/// tool's name), SessionStart (its source) and PreCompact (its trigger).
+pub const MATCHED_EVENTS: [&str; 4] = ["PreToolUse", "PostToolUse", "SessionStart", "PreCompact"];
+
+/// The default of a hook's `timeout`, in seconds.
+pub const HOOK_TIMEOUT: u32 = 60;
+
+/// One `[[hooks.EVENT]]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hook {
+    /// One of `HOOK_EVENTS`.
+    pub event: String,
+    /// A regular expression on the tool's name (or the source, the
+    /// trigger); None matches everything.
+    pub matcher: Option<String>,
+    /// What `sh -c` runs.
+    pub command: String,
+    /// Seconds before the hook is killed.
+    pub timeout: u32,
+    /// `fail = "block"`: every failure blocks, as exit 2 does.
+    pub fail_block: bool,
+    /// `sequential = true` on the event's first table: its hooks run one
+    /// after another, in the order written.
+    pub sequential: bool,
+    /// The line of the table's header.
+    pub line: usize,
 }
 
 /// A value and the line (1-based) it was written on.
@@ -122,6 +166,73 @@ struct Raw {
     instructions_max_bytes: Option<Size>,
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
+    #[serde(default)]
+    hooks: RawHooks,
+}
+
+/// `[hooks]`: one list of tables per event; a misspelt event is an unknown
+/// field, named with its line.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(non_snake_case)]
+struct RawHooks {
+    #[serde(default)]
+    SessionStart: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    UserPromptSubmit: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PreToolUse: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PostToolUse: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    Stop: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    SubagentStop: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PreCompact: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    Notification: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    SessionEnd: Vec<Spanned<RawHook>>,
+}
+
+impl RawHooks {
+    /// The tables by event, in `HOOK_EVENTS`' order.
+    fn into_events(self) -> [(&'static str, Vec<Spanned<RawHook>>); 9] {
+        [
+            ("SessionStart", self.SessionStart),
+            ("UserPromptSubmit", self.UserPromptSubmit),
+            ("PreToolUse", self.PreToolUse),
+            ("PostToolUse", self.PostToolUse),
+            ("Stop", self.Stop),
+            ("SubagentStop", self.SubagentStop),
+            ("PreCompact", self.PreCompact),
+            ("Notification", self.Notification),
+            ("SessionEnd", self.SessionEnd),
+        ]
+    }
+}
+
+/// One `[[hooks.EVENT]]` table as serde reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHook {
+    matcher: Option<Spanned<String>>,
+    command: Spanned<String>,
+    timeout: Option<Positive>,
+    fail: Option<Fail>,
+    sequential: Option<Spanned<bool>>,
+}
+
+/// `fail`: what a hook's failure (an exit other than 0 and 2, a timeout, a
+/// crash, output that is not the JSON it should be) does.
+#[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Fail {
+    /// Shown to the person; nothing is blocked (Claude Code's way).
+    Report,
+    /// Blocks as exit 2 does: a guard fails closed.
+    Block,
 }
 
 /// A byte count: an integer, or a string with a `K`, `M` or `G` suffix.
@@ -268,7 +379,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             })
             .collect()
     };
+    let hooks = hooks(raw.hooks, text, path)?;
     Ok(Config {
+        hooks,
         path: Some(path.to_path_buf()),
         provider: raw.provider,
         model: raw.model,
@@ -288,6 +401,92 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
     })
+}
+
+/// The hook tables, checked beyond their types: a command that is empty,
+/// a matcher on an event that has nothing to match or that is not a
+/// regular expression, `sequential` anywhere but on the event's first
+/// table.
+fn hooks(raw: RawHooks, text: &str, path: &Path) -> Result<Vec<Hook>, ConfigError> {
+    let mut out = Vec::new();
+    for (event, tables) in raw.into_events() {
+        for (index, table) in tables.into_iter().enumerate() {
+            let line = line_of(text, table.span().start);
+            let table = table.into_inner();
+            let wrong = |at: usize, field: &str, message: String| ConfigError {
+                path: path.to_path_buf(),
+                line: Some(line_of(text, at)),
+                key: Some(format!("hooks.{event}.{field}")),
+                message,
+            };
+            let command = table.command.get_ref().trim();
+            if command.is_empty() {
+                return Err(wrong(
+                    table.command.span().start,
+                    "command",
+                    "the command is empty: name the program the hook runs".into(),
+                ));
+            }
+            let matcher = match table.matcher {
+                None => None,
+                Some(m) if !MATCHED_EVENTS.contains(&event) => {
+                    return Err(wrong(
+                        m.span().start,
+                        "matcher",
+                        format!(
+                            "{event} hooks have nothing to match: a matcher applies to {}",
+                            MATCHED_EVENTS.join(", ")
+                        ),
+                    ))
+                }
+                Some(m) => {
+                    // `*` (Claude Code's "every tool") is not an expression.
+                    let every = m.get_ref().is_empty() || m.get_ref() == "*";
+                    let checked = if every {
+                        Ok(())
+                    } else {
+                        regex::Regex::new(m.get_ref()).map(drop)
+                    };
+                    if let Err(e) = checked {
+                        let why = e.to_string();
+                        let why = why.lines().last().unwrap_or("").trim();
+                        return Err(wrong(
+                            m.span().start,
+                            "matcher",
+                            format!("'{}' is not a regular expression: {why}", m.get_ref()),
+                        ));
+                    }
+                    Some(m.into_inner())
+                }
+            };
+            let sequential = match table.sequential {
+                Some(s) if index > 0 => {
+                    return Err(wrong(
+                        s.span().start,
+                        "sequential",
+                        format!(
+                            "sequential belongs on the first [[hooks.{event}]] table (it orders \
+                             all of the event's hooks)"
+                        ),
+                    ))
+                }
+                Some(s) => s.into_inner(),
+                None => false,
+            };
+            out.push(Hook {
+                event: event.to_string(),
+                matcher,
+                command: command.to_string(),
+                timeout: table.timeout.map_or(HOOK_TIMEOUT, |t| t.0),
+                fail_block: table.fail == Some(Fail::Block),
+                sequential,
+                line,
+            });
+        }
+    }
+    // In the order written, whatever the event.
+    out.sort_by_key(|h| h.line);
+    Ok(out)
 }
 
 /// The 1-based line of byte `offset`.

@@ -137,6 +137,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "/undo",
         "Put back the files the model changed in its last turn that changed any",
     ),
+    (
+        "hooks",
+        "/hooks",
+        "List the hooks configured, with where each came from",
+    ),
 ];
 
 /// Every command name, for suggestions.
