@@ -516,6 +516,17 @@ fn find(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
                 return true;
             }
         }
+        // An array of tables (`[[hooks.Stop]]`): its tables' keys, each
+        // named without an index.
+        if let DeValue::Array(items) = value.get_ref() {
+            for item in items {
+                if let DeValue::Table(inner) = item.get_ref() {
+                    if find(inner, offset, path) {
+                        return true;
+                    }
+                }
+            }
+        }
         if key.span().contains(&offset) || value.span().contains(&offset) {
             return true;
         }

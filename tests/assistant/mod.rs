@@ -12,6 +12,7 @@ use crate::common::{run, Output, Run};
 mod agent;
 mod context;
 mod headless;
+mod hooks;
 mod policy;
 mod robustness;
 mod terminal;

@@ -218,9 +218,11 @@ impl Fired {
             Some("approve") if matches!(event, Event::PreToolUse { .. }) => {
                 self.permit(Permission::Allow(reason.clone()))
             }
-            Some(other) => return Err(format!(
+            Some(other) => {
+                return Err(format!(
                 "printed JSON whose `decision` is '{other}' (block is the one this event takes)"
-            )),
+            ))
+            }
         }
         let specific_text = |key: &str| -> Result<Option<String>, String> {
             match specific.get(key) {
