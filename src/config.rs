@@ -704,6 +704,102 @@ env = ["GITHUB_TOKEN"]
     }
 
     #[test]
+    fn hook_tables_are_read_in_the_order_written() {
+        let text = r#"
+[[hooks.PreToolUse]]
+matcher = "Bash"
+command = "  ./guard.sh  "
+timeout = 5
+fail = "block"
+sequential = true
+
+[[hooks.Stop]]
+command = "./stop.sh"
+
+[[hooks.PreToolUse]]
+matcher = "*"
+command = "./log.sh"
+fail = "report"
+"#;
+        let c = parse(text, Path::new("/c/config.toml")).unwrap();
+        let got: Vec<(&str, Option<&str>, &str, u32, bool, bool, usize)> = c
+            .hooks
+            .iter()
+            .map(|h| {
+                (
+                    h.event.as_str(),
+                    h.matcher.as_deref(),
+                    h.command.as_str(),
+                    h.timeout,
+                    h.fail_block,
+                    h.sequential,
+                    h.line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("PreToolUse", Some("Bash"), "./guard.sh", 5, true, true, 2),
+                ("Stop", None, "./stop.sh", 60, false, false, 9),
+                ("PreToolUse", Some("*"), "./log.sh", 60, false, false, 12),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wrong_hook_table_names_file_line_and_key() {
+        for (text, line, key, says) in [
+            (
+                "[[hooks.PreToolUse]]\ncommand = \"a\"\n[[hooks.PreToolUse]]\ncommand = \"b\"\nsequential = true\n",
+                5,
+                "hooks.PreToolUse.sequential",
+                "sequential belongs on the first [[hooks.PreToolUse]] table",
+            ),
+            (
+                "[[hooks.Stop]]\ncommand = \"  \"\n",
+                2,
+                "hooks.Stop.command",
+                "the command is empty",
+            ),
+            (
+                "[[hooks.Notification]]\nmatcher = \"x\"\ncommand = \"a\"\n",
+                2,
+                "hooks.Notification.matcher",
+                "Notification hooks have nothing to match",
+            ),
+            (
+                "[[hooks.PreToolUse]]\nmatcher = \"[\"\ncommand = \"a\"\n",
+                2,
+                "hooks.PreToolUse.matcher",
+                "'[' is not a regular expression",
+            ),
+            (
+                "[[hooks.Stop]]\ncommand = \"a\"\ntimeout = 0\n",
+                3,
+                "hooks.Stop.timeout",
+                "0 is out of range",
+            ),
+            (
+                "[[hooks.Stop]]\ncomand = \"a\"\n",
+                2,
+                "hooks.Stop.comand",
+                "unknown field `comand`",
+            ),
+            (
+                "[[hooks.Stopp]]\ncommand = \"a\"\n",
+                1,
+                "hooks.Stopp",
+                "unknown field `Stopp`",
+            ),
+        ] {
+            let e = err(text);
+            let head = format!("/c/config.toml, line {line}, key '{key}': ");
+            assert!(e.starts_with(&head) && e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
     fn syntax_errors_name_the_line() {
         let e = err("model = \"m\"\nprovider = \n");
         assert!(e.starts_with("/c/config.toml, line 2"), "{e}");

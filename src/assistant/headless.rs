@@ -190,7 +190,7 @@ pub fn run(
         TurnEnd::Blocked => {
             events.flush_error(None);
             let why = "a hook blocked the message or stopped the turn";
-            events.error_event(why, None);
+            events.error_event(why, Some("HOOK_BLOCKED"));
             error = Some(why.to_string());
         }
         TurnEnd::Cancelled => {

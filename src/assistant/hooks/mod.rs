@@ -277,18 +277,22 @@ impl Hooks {
         out.trim_end().to_string()
     }
 
-    /// Runs the hooks that match `event` and merges what they answer.
-    pub fn fire(&self, event: &Event, session: Session) -> Fired {
+    /// The hooks of `event` whose matcher takes it, in the order written.
+    fn chosen(&self, event: &Event) -> Vec<&Configured> {
         let subjects = event.subjects();
-        let chosen: Vec<&Configured> = self
-            .list
+        self.list
             .iter()
             .filter(|c| c.hook.event == event.name())
             .filter(|c| match &c.matcher {
                 None => true,
                 Some(re) => subjects.iter().any(|s| re.is_match(s)),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Runs the hooks that match `event` and merges what they answer.
+    pub fn fire(&self, event: &Event, session: Session) -> Fired {
+        let chosen = self.chosen(event);
         if chosen.is_empty() {
             return Fired::default();
         }
