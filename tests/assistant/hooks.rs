@@ -565,3 +565,39 @@ fn a_bad_hook_table_stops_the_start_naming_file_line_and_key() {
         assert!(out.stderr.contains(says), "{config}: {}", out.stderr);
     }
 }
+
+#[test]
+fn at_a_terminal_a_hooks_ask_is_asked_with_its_rewrite_and_notification_runs() {
+    use super::policy::{tmux_missing, Tmux};
+    if tmux_missing() {
+        return;
+    }
+    let home = home(
+        r#"
+[[hooks.PreToolUse]]
+matcher = "Bash"
+command = '''echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a write in the project","updatedInput":{"command":"echo rewritten > hi.txt"}}}' '''
+
+[[hooks.Notification]]
+command = "cat > $HOME/notification.json"
+"#,
+    );
+    // auto would run it unasked: the hook's ask asks.
+    let t = Tmux::start(home.path(), &["--approval", "auto", "-p", &echo_hi()]);
+    t.expect(
+        "A PreToolUse hook asks you about this call: a write in the project",
+        1,
+    );
+    let screen = t.expect("Run it? y yes / n no / a yes", 1);
+    // The question shows what will run: the rewrite.
+    assert!(screen.contains("echo rewritten > hi.txt"), "{screen}");
+    t.keys(&["y", "Enter"]);
+    t.expect("[exit 0]", 1);
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("hi.txt")).unwrap(),
+        "rewritten\n"
+    );
+    let note = read_json(&home.path().join("notification.json"));
+    assert_eq!(note["hook_event_name"], "Notification");
+    assert_eq!(note["message"], "ikigai needs your permission to use bash");
+}
