@@ -191,8 +191,8 @@ impl Conversation {
         self
     }
 
-    /// The hooks it runs (`/hooks`).
-    pub fn hooks(&self) -> &Hooks {
+    /// The hooks it runs (`/hooks`; a subagent's conversation shares them).
+    pub fn hooks(&self) -> &Arc<Hooks> {
         &self.hooks
     }
 

@@ -210,13 +210,7 @@ impl Hooks {
         let mut list = Vec::new();
         for (hooks, file) in sources {
             for hook in hooks {
-                // The config file checked every matcher; one that still fails
-                // here (none can) matches nothing rather than everything.
-                let matcher = hook
-                    .matcher
-                    .as_deref()
-                    .filter(|m| !is_all(m))
-                    .map(|m| Regex::new(&format!("^(?:{m})$")).unwrap_or_else(|_| never()));
+                let matcher = hook.matcher.as_deref().filter(|m| !is_all(m)).map(matcher);
                 list.push(Configured {
                     origin: format!("{}, line {}", file.display(), hook.line),
                     hook,
@@ -346,6 +340,23 @@ impl Hooks {
         }
         fired
     }
+}
+
+/// A matcher as Claude Code reads it: names alone (letters, digits, `_`,
+/// joined by `|`) match a whole name exactly; anything else is a regular
+/// expression found anywhere in the name (`mcp__.*`, `Notebook.*`). The
+/// config file checked every expression; one that still failed here
+/// (none can) would match nothing rather than everything.
+fn matcher(text: &str) -> Regex {
+    let names = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|');
+    let expression = if names {
+        format!("^(?:{text})$")
+    } else {
+        text.to_string()
+    };
+    Regex::new(&expression).unwrap_or_else(|_| never())
 }
 
 /// Claude Code's "every tool": an empty matcher or `*`.

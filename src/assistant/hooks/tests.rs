@@ -39,7 +39,7 @@ fn chosen(h: &Hooks, event: &Event) -> Vec<usize> {
 }
 
 #[test]
-fn matchers_take_our_names_and_claude_codes_whole() {
+fn matchers_take_our_names_and_claude_codes_as_claude_code_reads_them() {
     let h = hooks(vec![
         hook("PreToolUse", Some("Edit"), 1),
         hook("PreToolUse", Some("bash"), 2),
@@ -50,15 +50,22 @@ fn matchers_take_our_names_and_claude_codes_whole() {
         hook("PreToolUse", Some("Write|Read"), 7),
         hook("PreToolUse", Some("WebSearch"), 8),
         hook("PostToolUse", None, 9),
+        hook("PreToolUse", Some("mcp__*"), 10),
     ]);
     assert_eq!(chosen(&h, &pre("file_edit")), [1, 3, 4, 5]);
     assert_eq!(chosen(&h, &pre("apply_patch")), [1, 3, 4, 5]);
     assert_eq!(chosen(&h, &pre("bash")), [2, 3, 4, 5]);
     assert_eq!(chosen(&h, &pre("file_read")), [3, 4, 5, 7]);
     assert_eq!(chosen(&h, &pre("web_search_google")), [3, 4, 5, 8]);
-    assert_eq!(chosen(&h, &pre("mcp__github__create_issue")), [3, 4, 5, 6]);
-    // Whole names: "bash" is not "bash_extra", "Edit" not "EditNotebook".
+    assert_eq!(
+        chosen(&h, &pre("mcp__github__create_issue")),
+        [3, 4, 5, 6, 10]
+    );
+    // Names alone match whole names: "bash" is not "bash_extra", "Edit"
+    // not "EditNotebook"; an expression is found anywhere, as Claude Code
+    // reads one ("mcp__*": every MCP tool).
     assert_eq!(chosen(&h, &pre("bash_extra")), [3, 4, 5]);
+    assert_eq!(chosen(&h, &pre("EditNotebook")), [3, 4, 5]);
     let s = hooks(vec![
         hook("SessionStart", Some("startup|clear"), 1),
         hook("PreCompact", Some("auto"), 2),
