@@ -1514,6 +1514,56 @@ def bench_headless(t):
     return [ratio_row("headless", what, m["json"], "the text format", m["text"], 1.05),
             ratio_row("headless", f"{what}, CPU time", t.cpu_time(as_json), "the text format",
                       t.cpu_time(text), None)]
+def bench_hooks(t):
+    """`ikigai -p` with one file_read call against a local fake provider,
+    with 10 PreToolUse hooks that exit at once and with none: the hooks may
+    add at most 15 ms to the call (decision 83)."""
+    need_host()
+    path, _ = small_file()
+    provider = FakeProvider(path)
+    home = os.path.join(BENCH_DIR, "hooks-home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    mark = os.path.join(home, "ran")
+    hooked = os.path.join(home, "hooks.toml")
+    with open(hooked, "w") as f:
+        # Each hook answers at once; the first also leaves a mark, so the
+        # check below sees that the hooks ran.
+        f.write(f'[[hooks.PreToolUse]]\nmatcher = "Read"\ncommand = "echo >> {mark}"\n')
+        for _ in range(9):
+            f.write('\n[[hooks.PreToolUse]]\ncommand = "exit 0"\n')
+    plain = os.path.join(home, "plain.toml")
+    with open(plain, "w") as f:
+        f.write("")
+    env = host_env(LIBEXEC, empty_dir("tools-none"))
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
+               XDG_CONFIG_HOME=os.path.join(home, "config"),
+               OPENAI_BASE_URL=f"http://127.0.0.1:{provider.port}/v1",
+               OPENAI_API_KEY="bench", OLLAMA_HOST="127.0.0.1:1", IKIGAI_APPROVAL="auto")
+    for var in ("IKIGAI_PROVIDER", "IKIGAI_MODEL", "NO_COLOR"):
+        env.pop(var, None)
+    with_hooks = dict(env, IKIGAI_CONFIG=hooked)
+    without = dict(env, IKIGAI_CONFIG=plain)
+    cmd = [HOST, "--provider", "openai", "-p", "What does the file hold?"]
+    try:
+        for e in (with_hooks, without):
+            got = run(cmd, env=e, cwd=DATA).stdout.decode()
+            if got.strip() != FakeProvider.ANSWER:
+                raise Wrong(f"the run printed {got[:200]!r}")
+        if not os.path.exists(mark):
+            raise Wrong("the PreToolUse hooks did not run")
+        m = t.medians({"hooks": {"cmd": cmd, "env": with_hooks},
+                       "none": {"cmd": cmd, "env": without}},
+                      runs=60, warmup=3, rounds=6)
+    finally:
+        provider.close()
+    added = m["hooks"] - m["none"]
+    return [row("hooks", "`-p` with one file_read call and 10 PreToolUse hooks that exit at once",
+                ours=fmt_time(m["hooks"]), peer="no hooks", peer_time=fmt_time(m["none"]),
+                ratio=f"+{added * 1000:.1f} ms", target="≤ +15 ms", ok=added <= 0.015,
+                ours_s=m["hooks"], peer_s=m["none"])]
+
+
 def bench_mcp_load(t):
     """`ikigai-tools mcp --http` under load: the long form of
     tests/mcp/load.rs (200 clients x 50 tools/call, file_read and grep, each
@@ -1568,6 +1618,7 @@ BENCHES = {
     "skills": (bench_skills, ["200 skills: prompt tokens and start time"]),
     "headless": (bench_headless, ["`-p` with one file_read call, json against text",
                                   "`-p` with one file_read call, json against text, CPU time"]),
+    "hooks": (bench_hooks, ["`-p` with one file_read call and 10 PreToolUse hooks that exit at once"]),
     "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),
     "agent": (bench_agent, ["/undo of 100 files of 100 KB; a shell_output round trip"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
@@ -1587,6 +1638,7 @@ CORPORA = {
     "fetch": [html_page],
     "mcp": [small_file],
     "headless": [small_file],
+    "hooks": [small_file],
 }
 
 

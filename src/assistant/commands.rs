@@ -142,6 +142,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "/skills",
         "The skills the model is told of, where each is, and those left out",
     ),
+    (
+        "hooks",
+        "/hooks",
+        "List the hooks configured, with where each came from",
+    ),
 ];
 
 /// Every command name, for suggestions.

@@ -224,6 +224,12 @@ pub fn run(
             events.error_event(why, Some(Failure::RoundLimit.code()));
             error = Some(why.to_string());
         }
+        TurnEnd::Blocked => {
+            events.flush_error(None);
+            let why = "a hook blocked the message or stopped the turn";
+            events.error_event(why, Some("HOOK_BLOCKED"));
+            error = Some(why.to_string());
+        }
         TurnEnd::Cancelled => {
             events.flush_error(None);
             let why = if gone {
@@ -276,7 +282,7 @@ fn code_of(end: TurnEnd, gone: bool) -> u8 {
         TurnEnd::RoundLimit => exit::ROUND_LIMIT,
         TurnEnd::Cancelled => exit::INTERRUPTED,
         _ if gone => exit::INTERRUPTED,
-        TurnEnd::Failed | TurnEnd::NotConfigured => exit::FAILURE,
+        TurnEnd::Failed | TurnEnd::NotConfigured | TurnEnd::Blocked => exit::FAILURE,
     }
 }
 

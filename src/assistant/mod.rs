@@ -7,11 +7,13 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::context::{Context, Setup};
 use self::conversation::{Conversation, ToolHost};
+use self::hooks::Hooks;
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
@@ -30,6 +32,7 @@ pub mod cost;
 pub mod custom;
 pub mod for_model;
 pub mod headless;
+pub mod hooks;
 pub mod keys;
 pub mod model;
 pub mod own_tools;
@@ -78,6 +81,8 @@ pub struct Options {
     /// `.ikigai/config.toml` (whole, as written: what holds of it is in
     /// the policy and settings already).
     pub project: custom::trust::Project,
+    /// Hooks by source: the tables of each file, with the file.
+    pub hooks: Vec<(Vec<crate::config::Hook>, PathBuf)>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -247,6 +252,14 @@ pub fn main(
         git: crate::host::call::ReadOnly::new(&settings),
         places: Some(places),
         project,
+        // The person's hooks, then a trusted project's (an untrusted
+        // project's config was narrowed to none above).
+        hooks: [Some(&config), project_config.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter(|c| !c.hooks.is_empty())
+            .filter_map(|c| Some((c.hooks.clone(), c.path.clone()?)))
+            .collect(),
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -289,7 +302,7 @@ fn trust_project(
 }
 
 /// Runs the assistant; the exit code says whether its messages were answered.
-pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
+pub fn run(mut options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -> ExitCode {
     let env = Env::from_process();
     let style = Paint::for_stream(std::io::stderr().is_terminal());
     let choice = match keys::choose(
@@ -364,8 +377,15 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         .is_terminal()
         .then(|| Box::new(TerminalPrompter::new()) as Box<dyn Prompter>);
     let approval = Approval::new(mode, options.policy.allow, options.policy.deny, prompter);
+    // Hooks run in the working directory, which is the project's.
+    let hooks = Arc::new(Hooks::new(
+        std::mem::take(&mut options.hooks),
+        cwd.clone(),
+        cwd.clone(),
+    ));
     let mut conversation = Conversation::new(choice.client, context, options.max_tool_rounds)
         .with_approval(approval)
+        .with_hooks(hooks)
         .with_window(options.context_window, options.auto_compact)
         .with_model_output(
             options
@@ -414,16 +434,42 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
 
     // Ctrl-C stops one message; SIGTERM and SIGHUP end the assistant.
     signals::install(false);
-    if let Some(message) = &options.prompt {
-        return headless::run(message, &mut conversation, host, &options.output);
+    // The hooks' lines for the person go to stderr in every mode.
+    let mut hook_ui = terminal::TermUi::new();
+    conversation.start(if was_resumed { "resume" } else { "startup" }, &mut hook_ui);
+    let (code, reason) = converse(
+        options.prompt.as_deref(),
+        &options.output,
+        &mut conversation,
+        host,
+        commands,
+        &env,
+        was_resumed,
+    );
+    conversation.end(reason, &mut hook_ui);
+    code
+}
+
+/// The conversation in the way it was asked for: one message, lines from
+/// stdin, or the interactive prompt; the exit code, and the session's end
+/// as SessionEnd hooks are told it.
+#[allow(clippy::too_many_arguments)]
+fn converse(
+    prompt: Option<&str>,
+    output: &headless::Output,
+    conversation: &mut Conversation,
+    host: &dyn ToolHost,
+    commands: &mut dyn Commands,
+    env: &Env,
+    was_resumed: bool,
+) -> (ExitCode, &'static str) {
+    let style = Paint::for_stream(std::io::stderr().is_terminal());
+    if let Some(message) = prompt {
+        return (headless::run(message, conversation, host, output), "other");
     }
     if !std::io::stdin().is_terminal() {
-        return match terminal::lines(
-            &mut std::io::stdin().lock(),
-            &mut conversation,
-            host,
-            commands,
-        ) {
+        let code = match terminal::lines(&mut std::io::stdin().lock(), conversation, host, commands)
+        {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(exit::FAILURE),
             Err(e) => {
@@ -431,6 +477,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
                 ExitCode::from(exit::FAILURE)
             }
         };
+        return (code, "other");
     }
     let who = match conversation.client() {
         Some(c) => format!("{} {}", c.provider(), c.model()),
@@ -440,7 +487,12 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         .session_id()
         .map(|id| format!(" · session {id}"))
         .unwrap_or_default();
-    eprintln!("{}", style.dim(&format!("ikigai · {who}{log}")));
+    let hooks = match conversation.hooks().count() {
+        0 => String::new(),
+        1 => " · 1 hook".to_string(),
+        n => format!(" · {n} hooks"),
+    };
+    eprintln!("{}", style.dim(&format!("ikigai · {who}{log}{hooks}")));
     if was_resumed {
         terminal::show_history(conversation.messages(), terminal::EXCHANGES_SHOWN);
         if let Some(plan) = conversation.plan() {
@@ -454,12 +506,12 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             "Type a message (a line ending in \\ goes on); /help lists commands; Ctrl-D leaves."
         )
     );
-    let history = sessions_dir(&env).and_then(|d| d.parent().map(|p| p.join("history")));
-    match terminal::interactive(&mut conversation, host, commands, history) {
-        Ok(()) => ExitCode::SUCCESS,
+    let history = sessions_dir(env).and_then(|d| d.parent().map(|p| p.join("history")));
+    match terminal::interactive(conversation, host, commands, history) {
+        Ok(()) => (ExitCode::SUCCESS, "prompt_input_exit"),
         Err(e) => {
             eprintln!("ikigai: {e:#}");
-            ExitCode::from(exit::FAILURE)
+            (ExitCode::from(exit::FAILURE), "other")
         }
     }
 }

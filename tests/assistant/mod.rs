@@ -14,6 +14,7 @@ mod context;
 mod custom;
 mod headless;
 mod hostfiles;
+mod hooks;
 mod policy;
 mod robustness;
 mod terminal;

@@ -148,7 +148,9 @@ impl Approval {
     }
 
     /// Decides on one call, asking the person when it is theirs to say.
-    /// `read_only` is the tool's `readOnlyHint`.
+    /// `read_only` is the tool's `readOnlyHint`. (The conversation runs
+    /// hooks between the two halves, `rules` and `question`.)
+    #[cfg(test)]
     pub fn check(
         &mut self,
         tool: &str,
@@ -156,14 +158,19 @@ impl Approval {
         read_only: bool,
         cancel: &AtomicBool,
     ) -> Verdict {
-        // A background shell runs a command as bash does, and is judged as
-        // bash is: its rules, its prompt, its `a` (docs/decisions.md 104).
-        let asked = tool;
-        let tool = if tool == crate::host::own::SHELL_START {
-            "bash"
-        } else {
-            tool
-        };
+        match self.rules(tool, arguments, read_only) {
+            Ruled::Run => Verdict::Run,
+            Ruled::Refuse(why) => Verdict::Refuse(why),
+            Ruled::Ask => self.question(tool, arguments, cancel),
+        }
+    }
+
+    /// What the rules and the mode say of one call, before anyone is asked:
+    /// a deny rule refuses; `auto`, a read-only tool or an allow rule runs
+    /// it; anything else is the person's to say. Hooks run between this and
+    /// the question.
+    pub fn rules(&self, tool: &str, arguments: &Value, read_only: bool) -> Ruled {
+        let tool = judged_as(tool);
         let denial = self.deny.iter().find_map(|d| {
             d.rule
                 .refuses(tool, arguments, &self.place)
@@ -175,16 +182,13 @@ impl Approval {
             } else {
                 format!(", which matches {what}")
             };
-            return Verdict::Refuse(format!(
+            return Ruled::Refuse(format!(
                 "Denied by the rule {} ({}){what}; do not try to get around it, ask the user instead",
                 d.rule, d.from
             ));
         }
-        if self.mode == Mode::Auto {
-            return Verdict::Run;
-        }
-        if read_only {
-            return Verdict::Run;
+        if self.mode == Mode::Auto || read_only {
+            return Ruled::Run;
         }
         let rules: Vec<&Rule> = self
             .allow
@@ -194,9 +198,20 @@ impl Approval {
             .collect();
         let allowed = rules::allowed(&rules, tool, arguments, &self.place);
         if allowed && !self.unsandboxed {
-            return Verdict::Run;
+            return Ruled::Run;
         }
-        self.ask(tool, asked, arguments, cancel)
+        Ruled::Ask
+    }
+
+    /// Asks the person about one call (what `rules` left to them, or what a
+    /// hook asked to be asked).
+    pub fn question(&mut self, tool: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
+        self.ask(judged_as(tool), tool, arguments, cancel)
+    }
+
+    /// Whether a question would reach a person (a terminal is there).
+    pub fn can_ask(&self) -> bool {
+        self.prompter.is_some()
     }
 
     /// Asks about a call of `asked`, judged as `tool`.
@@ -281,6 +296,27 @@ impl Approval {
             answer.as_deref().map(str::trim),
             Some("y" | "Y" | "yes" | "Yes")
         )
+    }
+}
+
+/// What the rules say of a call (`Approval::rules`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ruled {
+    Run,
+    /// A deny rule refuses it: who and why, for the model.
+    Refuse(String),
+    /// The person is to be asked.
+    Ask,
+}
+
+/// The tool whose rules judge a call of `tool`: a background shell runs a
+/// command as bash does, and is judged as bash is (its rules, its prompt,
+/// its `a`: docs/decisions.md 104).
+fn judged_as(tool: &str) -> &str {
+    if tool == crate::host::own::SHELL_START {
+        "bash"
+    } else {
+        tool
     }
 }
 

@@ -1,18 +1,19 @@
-//! Running a reply's tool calls: each approved (`approval`), consecutive
+//! Running a reply's tool calls: each approved (the rules, the PreToolUse
+//! hooks, then the person: `hooked.rs`), consecutive
 //! read-only calls at once and every other call alone, in the model's order
 //! (`schedule`, decision 24); a running call's output reaches the person as
 //! the tool writes it; a call the sandbox refused may run again outside it
 //! when the person says so; and each envelope, cut to what the model should
 //! read (`for_model`, decision 25), is logged as the call ends. Under
 //! OpenAI strict mode, optional parameters the model set to `null` are
-//! dropped before the tool sees them.
+//! dropped before the tool sees them. A call that ran goes through the
+//! PostToolUse hooks before its envelope is logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use serde_json::Value;
 
-use super::super::approval::Verdict;
 use super::super::for_model;
 use super::super::model::{ToolCall, ToolResult};
 use super::super::plan;
@@ -46,7 +47,7 @@ impl Conversation {
         let read_only: Vec<bool> = calls.iter().map(|c| host.read_only(&c.name)).collect();
         // What each call runs with: under strict mode, without the optional
         // parameters the model set to null.
-        let arguments: Vec<Value> = calls
+        let mut arguments: Vec<Value> = calls
             .iter()
             .map(|call| match host.parameters(&call.name) {
                 Some(params) if strict && strict::parameters(&params).is_some() => {
@@ -74,18 +75,15 @@ impl Conversation {
                         format!("Tool '{}' was not run: the user interrupted", call.name),
                     ))
                 } else {
-                    match self
-                        .approval
-                        .check(&call.name, &call.arguments, read_only[index], cancel)
-                    {
-                        Verdict::Run => None,
-                        Verdict::Refuse(why) => Some(Envelope::denied(why)),
-                    }
+                    self.approve(call, &mut arguments[index], read_only[index], cancel, ui)
+                        .map(Envelope::denied)
                 };
                 match refusal {
                     Some(envelope) => {
                         let outcome = CallOutcome::new(envelope, vec![]);
-                        envelopes[index] = Some(self.finish_call(call, outcome, ui));
+                        let envelope =
+                            self.finish_call(call, &arguments[index], outcome, false, ui);
+                        envelopes[index] = Some(envelope);
                     }
                     None => {
                         // The files it may change, kept for /undo.
@@ -190,7 +188,8 @@ impl Conversation {
                             host.call_unsandboxed(&call.name, &arguments[index], Some(cancel));
                     }
                 }
-                envelopes[index] = Some(self.finish_call(call, outcome, ui));
+                envelopes[index] =
+                    Some(self.finish_call(call, &arguments[index], outcome, true, ui));
                 running -= 1;
                 if running > 0 {
                     ui.waiting(&label);
@@ -246,12 +245,21 @@ impl Conversation {
         end
     }
 
-    /// Shows how a call ended, cuts its envelope to what the model sees
-    /// (the whole outputs saved beside the session) and logs that.
-    fn finish_call(&mut self, call: &ToolCall, outcome: CallOutcome, ui: &mut dyn Ui) -> Value {
+    /// Shows how a call (run with `arguments`) ended, cuts its envelope to
+    /// what the model sees (the whole outputs saved beside the session),
+    /// hands a call that `ran` to the PostToolUse hooks and logs what the
+    /// model will see.
+    fn finish_call(
+        &mut self,
+        call: &ToolCall,
+        arguments: &Value,
+        outcome: CallOutcome,
+        ran: bool,
+        ui: &mut dyn Ui,
+    ) -> Value {
         ui.tool_outcome(call, &outcome);
         // The plan shown; the files' new state noted for /undo.
-        self.undo.after_call(&call.name, &call.arguments);
+        self.undo.after_call(&call.name, arguments);
         if let Some(plan) = plan::from_call(call, &outcome) {
             ui.plan(&plan);
             self.plan = Some(plan);
@@ -262,12 +270,15 @@ impl Conversation {
         // Beside the session's log when there is one: `ID.jsonl`, `ID/`.
         let beside = self.log.beside();
         let outputs = &mut self.outputs;
-        let envelope = for_model::envelope(
+        let mut envelope = for_model::envelope(
             &call.name,
             outcome.to_json(),
             self.model_output,
             &mut |what, text| outputs.save(beside.as_deref(), &call.id, what, text.as_bytes()),
         );
+        if ran {
+            self.after_call(call, arguments, &mut envelope, ui);
+        }
         self.log(
             Entry::ToolResult {
                 call_id: call.id.clone(),

@@ -862,7 +862,7 @@ fn compact_goes_on_from_the_summary_and_clear_from_nothing() {
     let (_, replayed) = Session::resume(dir.path(), None).unwrap();
     assert_eq!(replayed, c.messages());
     assert!(c.session_id().is_some());
-    c.clear();
+    c.clear(&mut ui);
     assert!(c.messages().is_empty());
     assert_eq!(
         c.session_id(),

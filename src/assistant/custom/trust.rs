@@ -394,6 +394,7 @@ pub fn narrowed(config: &Config, trusted: bool, person: Mode) -> (Config, Vec<&'
     note(!config.allow_read.is_empty(), "allow_read");
     note(!config.allow_unix_sockets.is_empty(), "allow_unix_sockets");
     note(!config.tools.is_empty(), "tools");
+    note(!config.hooks.is_empty(), "hooks");
     note(
         config.provider.is_some() || config.model.is_some(),
         "provider and model",

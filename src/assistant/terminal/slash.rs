@@ -1,6 +1,6 @@
 //! The conversation's slash commands at the terminal: `/clear`,
 //! `/compact`, `/context`, `/init`, `/undo`, `/model`, `/sessions`,
-//! `/resume`, `/cost` (the host's own, `/tool` and `/refresh`, are in
+//! `/resume`, `/cost`, `/hooks` (the host's own, `/tool` and `/refresh`, are in
 //! `assistant/commands.rs`). Each says what it did in a line or two; those
 //! that can fail give a `TurnEnd`, so a script sees it in the exit code.
 
@@ -19,7 +19,7 @@ pub(super) fn conversation_command(
     let env = Env::from_process();
     match name {
         "clear" => {
-            conversation.clear();
+            conversation.clear(ui);
             ui.notice("Started a new conversation; the model sees nothing of the one before.");
             None
         }
@@ -65,6 +65,10 @@ pub(super) fn conversation_command(
                 "{}\n",
                 crate::assistant::custom::listing::skills(&conversation.context().skills)
             ));
+            None
+        }
+        "hooks" => {
+            say(&format!("{}\n", conversation.hooks().listing()));
             None
         }
         _ => None,
