@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::context::{Context, Setup};
-use self::conversation::{Conversation, ToolHost};
+use self::conversation::{Agent, Conversation, Team, ToolHost};
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
@@ -27,6 +27,7 @@ pub mod commands;
 pub mod context;
 pub mod conversation;
 pub mod cost;
+pub mod custom;
 pub mod for_model;
 pub mod headless;
 pub mod keys;
@@ -69,6 +70,8 @@ pub struct Options {
     pub context_window: Option<u64>,
     pub auto_compact: Option<f64>,
     pub instructions_max_bytes: Option<usize>,
+    /// Config's `max_subagents` (decision 86).
+    pub max_subagents: Option<usize>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -186,6 +189,7 @@ pub fn main(
         context_window: config.context_window.map(u64::from),
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
+        max_subagents: config.max_subagents.map(|n| n as usize),
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -285,6 +289,20 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     if options.prompt.is_some() {
         conversation = conversation.one_shot();
     }
+    // A project's agents wait for the person's trust (decision 87), which
+    // nothing here has given.
+    let (agents, agent_warnings) = custom::agents::load(&env, &cwd, false);
+    for warning in &agent_warnings {
+        eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
+    }
+    let provider = conversation.client().map(|c| c.provider());
+    conversation = conversation.with_team(team(
+        agents,
+        options.max_subagents,
+        provider,
+        options.max_output_tokens,
+        &env,
+    ));
     let mut was_resumed = false;
     // (Not when nothing can be sent: no session is left empty.)
     let headless_json = options.prompt.is_some()
@@ -370,6 +388,26 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
             eprintln!("ikigai: {e:#}");
             ExitCode::from(exit::FAILURE)
         }
+    }
+}
+
+/// Who `task` may start: the agents read from files, at most `max` at
+/// once, another model of the caller's `provider` for an agent that names
+/// one (with the same keys and reply limit).
+fn team(
+    agents: Vec<Agent>,
+    max: Option<usize>,
+    provider: Option<&'static str>,
+    max_output_tokens: Option<u64>,
+    env: &Env,
+) -> Team {
+    let env = env.clone();
+    Team {
+        max: max.unwrap_or(conversation::DEFAULT_MAX_SUBAGENTS),
+        agents,
+        model: std::sync::Arc::new(move |name| {
+            keys::choose(provider, Some(name), max_output_tokens, &env)?.client
+        }),
     }
 }
 

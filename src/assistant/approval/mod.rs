@@ -78,6 +78,14 @@ pub trait Prompter: Send {
     }
 }
 
+/// Who judges a subagent's calls: the caller's own `Approval`, reached
+/// through the caller's conversation, so rules, `a` answers and the
+/// person's questions are the caller's, one question at a time.
+pub trait Judge: Send {
+    fn check(&mut self, tool: &str, arguments: &Value, read_only: bool) -> Verdict;
+    fn rerun_outside_sandbox(&mut self, tool: &str, why: &str) -> bool;
+}
+
 /// What becomes of one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -100,6 +108,11 @@ pub struct Approval {
     /// whatever the allow rules say. The conversation sets it from the host
     /// before each round of calls.
     pub unsandboxed: bool,
+    /// Set: every call is judged there instead (a subagent's approval).
+    judge: Option<Box<dyn Judge>>,
+    /// Who asks, when it is not the person's own assistant (`subagent
+    /// 'find config reads'`): said before the question.
+    pub asking_for: Option<String>,
 }
 
 impl Approval {
@@ -124,6 +137,16 @@ impl Approval {
             place: Place { cwd, home },
             prompter,
             unsandboxed: false,
+            judge: None,
+            asking_for: None,
+        }
+    }
+
+    /// Every call judged by `judge` (a subagent's, by its caller's).
+    pub fn judged_by(judge: Box<dyn Judge>) -> Approval {
+        Approval {
+            judge: Some(judge),
+            ..Approval::run_all()
         }
     }
 
@@ -143,6 +166,9 @@ impl Approval {
         read_only: bool,
         cancel: &AtomicBool,
     ) -> Verdict {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.check(tool, arguments, read_only);
+        }
         // A background shell runs a command as bash does, and is judged as
         // bash is: its rules, its prompt, its `a` (docs/decisions.md 104).
         let asked = tool;
@@ -202,6 +228,9 @@ impl Approval {
             .collect::<Vec<_>>()
             .join(", ");
         let paint = prompter.paint();
+        if let Some(who) = &self.asking_for {
+            prompter.show(&paint.bold(&format!("{} asks:", visible(who))));
+        }
         prompter.show(&preview::describe(asked, arguments, paint));
         if let Some(flag) = preview::hidden_characters(tool, arguments) {
             prompter.show(&paint.bold(&flag));
@@ -253,14 +282,22 @@ impl Approval {
     /// Whether a call that failed inside the sandbox (`why`) may run again
     /// outside it: only in `ask` mode, only when the person says `y`.
     pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.rerun_outside_sandbox(tool, why);
+        }
         if self.mode != Mode::Ask {
             return false;
         }
         let Some(prompter) = self.prompter.as_mut() else {
             return false;
         };
+        let who = self
+            .asking_for
+            .as_ref()
+            .map(|w| format!("{} · ", visible(w)))
+            .unwrap_or_default();
         prompter.show(&format!(
-            "{tool} failed inside the sandbox: {}",
+            "{who}{tool} failed inside the sandbox: {}",
             visible(why)
         ));
         let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);

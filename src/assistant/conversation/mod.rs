@@ -29,6 +29,7 @@
 mod calls;
 mod log;
 mod ports;
+mod subagent;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,7 @@ use serde_json::{json, Value};
 
 use self::log::Log;
 pub use self::ports::{ToolHost, Ui};
+pub use self::subagent::{Agent, SubagentStep, Team, DEFAULT_MAX_SUBAGENTS, GENERAL};
 pub use self::summary::{short_call, short_outcome};
 use super::approval::Approval;
 use super::context::compaction::{self, KEEP_TOOL_TOKENS, SUMMARY_REQUEST};
@@ -121,6 +123,14 @@ pub struct Conversation {
     plan: Option<Value>,
     /// What the model is to be told with the next message (an undo).
     notes: Vec<String>,
+    /// Who `task` may start (decision 86); None in a subagent, as
+    /// subagents do not nest.
+    team: Option<Team>,
+    /// The only tools this conversation offers and may call (a subagent's
+    /// agent narrows them); None: every tool the host has.
+    only_tools: Option<Vec<String>>,
+    /// The last reply stopped at the output limit.
+    cut: bool,
 }
 
 impl Conversation {
@@ -153,6 +163,9 @@ impl Conversation {
             undo: Undo::default(),
             plan: None,
             notes: Vec::new(),
+            team: Some(Team::default()),
+            only_tools: None,
+            cut: false,
         }
     }
 
@@ -386,7 +399,7 @@ impl Conversation {
         if !host.ready() {
             ui.waiting("waiting for tool discovery");
         }
-        let tools = host.tools_array(client.tool_format());
+        let tools = self.narrowed(host.tools_array(client.tool_format()));
         let fresh: Vec<String> = host
             .left_out(client.tool_format())
             .into_iter()
@@ -716,6 +729,7 @@ impl Conversation {
         ui: &mut dyn Ui,
     ) -> Result<Vec<(ToolCall, Option<Envelope>)>, TurnEnd> {
         let cut = reply.stop == Stop::Cut;
+        self.cut = cut;
         match &reply.stop {
             Stop::Refused(why) => return Err(self.refused(client, why, ui)),
             Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {
@@ -749,6 +763,7 @@ impl Conversation {
                 } else {
                     arguments_problem(&c.arguments)
                         .map(|what| Envelope::invalid_params(&c.name, &what))
+                        .or_else(|| self.not_offered(&c.name))
                 };
                 (c, preset)
             })

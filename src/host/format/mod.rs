@@ -87,6 +87,31 @@ pub fn tools_array(kind: ToolFormat, registry: &Registry) -> Value {
     }
 }
 
+/// A tools array (any format `tools_array` makes) with only the tools
+/// whose name `keep` accepts, in the same order and bytes otherwise: a
+/// subagent's narrowed tools.
+pub fn keep_only(array: &Value, keep: &dyn Fn(&str) -> bool) -> Value {
+    let named = |tool: &Value| {
+        let name = tool["name"].as_str().or(tool["function"]["name"].as_str());
+        name.is_some_and(keep)
+    };
+    let Some(items) = array.as_array() else {
+        return array.clone();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        if let Some(declarations) = item["functionDeclarations"].as_array() {
+            let kept: Vec<Value> = declarations.iter().filter(|d| named(d)).cloned().collect();
+            if !kept.is_empty() {
+                out.push(serde_json::json!({"functionDeclarations": kept}));
+            }
+        } else if named(item) {
+            out.push(item.clone());
+        }
+    }
+    Value::Array(out)
+}
+
 /// The tools `kind` has to leave out of its array: Gemini refuses names
 /// that do not start with a letter or `_` (listed by name), and schemas it
 /// cannot express, such as recursive ones (listed as `name (why)`). The
