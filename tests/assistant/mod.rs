@@ -14,6 +14,7 @@ mod context;
 mod headless;
 mod policy;
 mod robustness;
+mod subagents;
 mod terminal;
 mod tools;
 

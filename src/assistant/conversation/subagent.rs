@@ -450,8 +450,10 @@ impl Launch {
                 names(&array).into_iter().filter(|t| t != TASK).collect()
             }
         });
-        // One message, whose failure no one can answer with another.
+        // One message, whose failure no one can answer with another; and
+        // no team: subagents do not nest.
         conversation.one_shot = true;
+        conversation.team = None;
         if let Some(dir) = self.log_dir {
             conversation = conversation.with_new_session(dir);
         }
