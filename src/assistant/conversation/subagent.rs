@@ -271,13 +271,13 @@ impl Conversation {
         })
     }
 
-    /// The tools array this conversation offers: the host's, or only its
-    /// agent's tools.
+    /// The tools array this conversation offers: the host's, less `task`
+    /// in a subagent, and only its agent's tools when it names them.
     pub(super) fn narrowed(&self, tools: Value) -> Value {
-        let Some(only) = &self.only_tools else {
+        if self.team.is_some() && self.only_tools.is_none() {
             return tools;
-        };
-        crate::host::format::keep_only(&tools, &|name| only.iter().any(|t| t == name))
+        }
+        crate::host::format::keep_only(&tools, &|name| self.not_offered(name).is_none())
     }
 
     /// The subagent a `task` call asks for, ready to run, or the answer it
@@ -443,13 +443,7 @@ impl Launch {
                 .with_approval(Approval::judged_by(Box::new(judge)))
                 .with_model_output(self.model_output)
                 .with_window(self.window.0, self.window.1);
-        conversation.only_tools = Some(match &self.agent.tools {
-            Some(tools) => tools.iter().filter(|t| *t != TASK).cloned().collect(),
-            None => {
-                let array = host.tools_array(self.client.tool_format());
-                names(&array).into_iter().filter(|t| t != TASK).collect()
-            }
-        });
+        conversation.only_tools = self.agent.tools.clone();
         // One message, whose failure no one can answer with another; and
         // no team: subagents do not nest.
         conversation.one_shot = true;
@@ -540,19 +534,6 @@ impl Launch {
 /// place every subagent's end passes through.
 fn subagent_stop(envelope: Envelope) -> Envelope {
     envelope
-}
-
-/// The tool names of a tools array, in any format.
-fn names(array: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for item in array.as_array().into_iter().flatten() {
-        if let Some(list) = item["functionDeclarations"].as_array() {
-            out.extend(list.iter().filter_map(|d| d["name"].as_str().map(String::from)));
-        } else if let Some(name) = item["name"].as_str().or(item["function"]["name"].as_str()) {
-            out.push(name.to_string());
-        }
-    }
-    out
 }
 
 /// A subagent's approval: its caller's, asked on the caller's thread.
