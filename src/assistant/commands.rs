@@ -142,6 +142,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "/undo",
         "Put back the files the model changed in its last turn that changed any",
     ),
+    (
+        "skills",
+        "/skills",
+        "The skills the model is told of, where each is, and those left out",
+    ),
 ];
 
 /// Every command name, for suggestions.

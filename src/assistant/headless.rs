@@ -164,7 +164,8 @@ pub fn run(
     let (end, tally, gone) = signals::guarded(|cancel| {
         let mut events = Events::new(stream, cancel, Box::new(crate::out::try_say));
         events.session_started(conversation, host);
-        let end = conversation.send(message, host, &mut events, cancel);
+        let end =
+            crate::assistant::custom::run::send(message, conversation, host, &mut events, cancel);
         (end, events.tally, events.gone)
     });
     let code = code_of(end, gone);

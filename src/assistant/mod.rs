@@ -72,6 +72,8 @@ pub struct Options {
     pub instructions_max_bytes: Option<usize>,
     /// Config's `max_subagents` (decision 86).
     pub max_subagents: Option<usize>,
+    /// Where skills and custom commands are looked for.
+    pub places: Option<custom::Places>,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -190,6 +192,12 @@ pub fn main(
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
         max_subagents: config.max_subagents.map(|n| n as usize),
+        places: Some(custom::Places::here(
+            &env,
+            &std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            false,
+            &settings.sandbox.guard,
+        )),
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -265,6 +273,7 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
         stated: resumed
             .as_ref()
             .and_then(|(session, _)| session.environment()),
+        places: options.places.clone(),
     };
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {
@@ -289,9 +298,11 @@ pub fn run(options: Options, host: &dyn ToolHost, commands: &mut dyn Commands) -
     if options.prompt.is_some() {
         conversation = conversation.one_shot();
     }
-    // A project's agents wait for the person's trust (decision 87), which
-    // nothing here has given.
-    let (agents, agent_warnings) = custom::agents::load(&env, &cwd, false);
+    let (agents, agent_warnings) = options
+        .places
+        .as_ref()
+        .map(custom::agents::load)
+        .unwrap_or_default();
     for warning in &agent_warnings {
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
     }

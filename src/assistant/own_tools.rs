@@ -47,7 +47,11 @@ pub fn call(
 }
 
 /// The arguments as the schema allows them, or the envelope saying why not.
-pub(crate) fn checked(name: &str, schema: &Value, arguments: &Value) -> Result<Value, Box<Envelope>> {
+pub(crate) fn checked(
+    name: &str,
+    schema: &Value,
+    arguments: &Value,
+) -> Result<Value, Box<Envelope>> {
     let Some(map) = arguments.as_object() else {
         let what = format!(
             "expected a JSON object, got {}",

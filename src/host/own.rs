@@ -156,7 +156,13 @@ mod tests {
         let registry = Registry::build(vec![impostor], vec![]).with_own(entries());
         assert_eq!(
             registry.names(),
-            ["shell_kill", "shell_output", "shell_start", "task", "update_plan"]
+            [
+                "shell_kill",
+                "shell_output",
+                "shell_start",
+                "task",
+                "update_plan"
+            ]
         );
         assert_eq!(registry.lookup("shell_start").unwrap().origin, Origin::Host);
         assert_eq!(registry.skipped()[0].path, PathBuf::from("/u/shell_start"));

@@ -11,6 +11,7 @@ use crate::common::{run, Output, Run};
 
 mod agent;
 mod context;
+mod custom;
 mod headless;
 mod policy;
 mod robustness;

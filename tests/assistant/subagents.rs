@@ -26,7 +26,10 @@ fn install(home: &Path) {
 }
 
 fn task(description: &str, prompt: &str) -> (&'static str, Value) {
-    ("task", json!({"description": description, "prompt": prompt}))
+    (
+        "task",
+        json!({"description": description, "prompt": prompt}),
+    )
 }
 
 /// The names in a request's tools array, in any format.
@@ -87,7 +90,10 @@ fn a_subagent_works_in_a_fresh_context_and_only_its_answer_comes_back() {
         let sub = server.requests_of("SUB-A");
         assert_eq!(sub.len(), 2, "{api:?}");
         let system = system_text(api, &sub[0].body);
-        assert!(system.contains("Project rule: be brief."), "{api:?} {system}");
+        assert!(
+            system.contains("Project rule: be brief."),
+            "{api:?} {system}"
+        );
         assert!(system.contains("You are a subagent"), "{api:?} {system}");
         assert!(system.contains("Working directory"), "{api:?} {system}");
         let parent = server.main_requests();
@@ -114,7 +120,10 @@ fn a_subagent_works_in_a_fresh_context_and_only_its_answer_comes_back() {
         let results = task_results(api, &server, 1);
         assert_eq!(results.len(), 1, "{api:?}");
         let result = &results[0]["result"];
-        assert_eq!(result["answer"], "It holds one phrase, repeated.", "{result}");
+        assert_eq!(
+            result["answer"], "It holds one phrase, repeated.",
+            "{result}"
+        );
         assert_eq!(result["agent"], "general");
         assert_eq!(result["tool_calls"], 1);
         assert_eq!(result["usage"]["input"], 22, "{result}");
@@ -199,7 +208,10 @@ fn an_agent_file_narrows_the_tools_and_adds_its_instructions() {
     );
     assert_eq!(refused[1].1["error_code"], "INVALID_ARG", "{refused:?}");
     assert!(
-        refused[1].1["error"].as_str().unwrap().contains("do not nest"),
+        refused[1].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("do not nest"),
         "{refused:?}"
     );
     assert!(server.requests_of("SUB-N").is_empty());
@@ -213,7 +225,8 @@ fn an_agent_file_narrows_the_tools_and_adds_its_instructions() {
     assert!(out.stdout.contains("tools: file_read, grep"), "{out:?}");
     assert!(out.stdout.contains("general · "), "{out:?}");
     assert!(
-        out.stdout.contains("cannot run: its 'tools' list names 'Teleport'"),
+        out.stdout
+            .contains("cannot run: its 'tools' list names 'Teleport'"),
         "{out:?}"
     );
 }
@@ -231,8 +244,14 @@ fn each_fault_is_an_error_result_and_the_caller_goes_on() {
         Api::OpenAi,
         vec![
             calls(&[
-                ("task", json!({"description": "a", "prompt": "x", "agent": "nobody"})),
-                ("task", json!({"description": "b", "prompt": "x", "agent": "broken"})),
+                (
+                    "task",
+                    json!({"description": "a", "prompt": "x", "agent": "nobody"}),
+                ),
+                (
+                    "task",
+                    json!({"description": "b", "prompt": "x", "agent": "broken"}),
+                ),
                 task("failing", "SUB-FAIL go"),
                 task("looping", "SUB-LOOP go"),
                 task("cut", "SUB-CUT go"),
@@ -255,7 +274,10 @@ fn each_fault_is_an_error_result_and_the_caller_goes_on() {
             calls(&[("bash", json!({"command": "true"}))]),
         ],
     );
-    server.route("SUB-CUT", vec![Reply::Cut("A long answer that".into(), vec![])]);
+    server.route(
+        "SUB-CUT",
+        vec![Reply::Cut("A long answer that".into(), vec![])],
+    );
     let out = against(&server, home.path())
         .args(["--max-tool-rounds", "1", "-p", "go"])
         .output();
@@ -273,13 +295,22 @@ fn each_fault_is_an_error_result_and_the_caller_goes_on() {
     };
     let (code, why) = said(0);
     assert_eq!(code, "INVALID_ARG");
-    assert!(why.contains("no agent named 'nobody'; the agents are: general, broken"), "{why}");
+    assert!(
+        why.contains("no agent named 'nobody'; the agents are: general, broken"),
+        "{why}"
+    );
     let (code, why) = said(1);
     assert_eq!(code, "INVALID_ARG");
-    assert!(why.contains("the agent 'broken' cannot run: its 'tools' list names 'Teleport'"), "{why}");
+    assert!(
+        why.contains("the agent 'broken' cannot run: its 'tools' list names 'Teleport'"),
+        "{why}"
+    );
     let (code, why) = said(2);
     assert_eq!(code, "SUBAGENT_FAILED");
-    assert!(why.contains("the subagent 'failing' failed") && why.contains("model is overloaded"), "{why}");
+    assert!(
+        why.contains("the subagent 'failing' failed") && why.contains("model is overloaded"),
+        "{why}"
+    );
     let (code, why) = said(3);
     assert_eq!(code, "TOOL_ROUND_LIMIT");
     assert!(why.contains("reached its limit of 1 tool rounds"), "{why}");
@@ -383,8 +414,13 @@ fn stream_json_tags_a_subagents_events_and_the_result_counts_its_spend() {
             "subagent.finished"
         ]
     );
-    let caller: Vec<&Value> = events.iter().filter(|e| e.get("parent_call_id").is_none()).collect();
-    assert!(caller.iter().any(|e| e["type"] == "assistant.message" && e["text"] == "Done."));
+    let caller: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.get("parent_call_id").is_none())
+        .collect();
+    assert!(caller
+        .iter()
+        .any(|e| e["type"] == "assistant.message" && e["text"] == "Done."));
     let result = events.last().unwrap();
     // Two requests of the caller and two of the subagent, 11 tokens each.
     assert_eq!(result["usage"]["input"], 44, "{result}");

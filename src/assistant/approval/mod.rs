@@ -157,6 +157,19 @@ impl Approval {
         self
     }
 
+    /// Adds allow rules until `end_for_now` (a custom command's
+    /// `allowed-tools`, for its one message); returns the mark to end at.
+    pub fn allow_for_now(&mut self, rules: Vec<Sourced>) -> usize {
+        let mark = self.allow.len();
+        self.allow.extend(rules);
+        mark
+    }
+
+    /// Drops the rules `allow_for_now` added.
+    pub fn end_for_now(&mut self, mark: usize) {
+        self.allow.truncate(mark);
+    }
+
     /// Decides on one call, asking the person when it is theirs to say.
     /// `read_only` is the tool's `readOnlyHint`.
     pub fn check(

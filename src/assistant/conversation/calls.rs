@@ -19,7 +19,7 @@ use super::super::plan;
 use super::super::schedule;
 use super::super::session::Entry;
 use super::subagent::{Gate, Launch, Report};
-use super::{Conversation, ToolHost, Ui};
+use super::{Conversation, ToolHost, TurnEnd, Ui};
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
@@ -239,6 +239,53 @@ impl Conversation {
                 }
             }
         });
+    }
+
+    /// A call a custom command makes before its message is sent (a file
+    /// it names, a command whose output it holds): approved, fenced and
+    /// shown as the model's calls are, but not part of the conversation.
+    pub fn call_for_command(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> CallOutcome {
+        let call = ToolCall {
+            id: format!("command-{name}"),
+            name: name.to_string(),
+            arguments,
+            local_id: true,
+            signature: None,
+        };
+        ui.tool_call(&call);
+        self.approval.unsandboxed = host.unsandboxed();
+        let read_only = host.read_only(name);
+        let outcome = match self
+            .approval
+            .check(name, &call.arguments, read_only, cancel)
+        {
+            Verdict::Run => host.call(name, &call.arguments, Some(cancel)),
+            Verdict::Refuse(why) => CallOutcome::new(Envelope::denied(why), vec![]),
+        };
+        ui.tool_outcome(&call, &outcome);
+        outcome
+    }
+
+    /// One message sent with allow rules that hold for it alone.
+    pub fn send_allowing(
+        &mut self,
+        text: &str,
+        allow: Vec<super::super::approval::Sourced>,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> TurnEnd {
+        let mark = self.approval.allow_for_now(allow);
+        let end = self.send(text, host, ui, cancel);
+        self.approval.end_for_now(mark);
+        end
     }
 
     /// Shows how a call ended, cuts its envelope to what the model sees

@@ -160,19 +160,27 @@ pub(super) enum Report {
 #[derive(Clone, Debug, PartialEq)]
 pub enum SubagentStep {
     /// It started (after waiting for a place among `max_subagents`).
-    Started { agent: String },
+    Started {
+        agent: String,
+    },
     /// One whole reply's text.
     Text(String),
     ToolStarted(ToolCall),
     /// A call of its ended, with the envelope the tool gave.
-    ToolFinished { call: ToolCall, envelope: Value },
+    ToolFinished {
+        call: ToolCall,
+        envelope: Value,
+    },
     /// A notice or an error it said.
     Notice(String),
     Error(String),
     /// It asks the person something (through the caller's approval).
     Asking,
     /// It ended: `ok` and, when not, the error code of the caller's result.
-    Ended { ok: bool, code: Option<String> },
+    Ended {
+        ok: bool,
+        code: Option<String>,
+    },
 }
 
 /// A subagent ready to run on a thread of the caller's round: everything
@@ -297,8 +305,8 @@ impl Conversation {
         let schema = json!({"name": TASK, "parameters": host.parameters(TASK).unwrap_or_else(
             || crate::host::own::entries().into_iter().find(|e| e.name == TASK)
                 .map(|e| e.schema["parameters"].clone()).unwrap_or(Value::Null))});
-        let args = super::super::own_tools::checked(&call.name, &schema, arguments)
-            .map_err(|e| *e)?;
+        let args =
+            super::super::own_tools::checked(&call.name, &schema, arguments).map_err(|e| *e)?;
         let text = |key: &str| args[key].as_str().unwrap_or("").trim().to_string();
         let (description, prompt) = (text("description"), text("prompt"));
         let invalid = |why: String| Envelope::refused(Failure::Tool("INVALID_ARG".into()), why);
@@ -395,6 +403,7 @@ fn fresh_context(caller: &Context, agent: &Agent) -> Context {
     let prompt = prompt::assemble(
         &caller.environment.block(),
         &caller.instructions.text,
+        "",
         &[(format!("agent {}", agent.name), own)],
     );
     Context {
@@ -438,11 +447,14 @@ impl Launch {
             index,
             tx: tx.clone(),
         };
-        let mut conversation =
-            Conversation::new(Ok(Arc::clone(&self.client)), self.context, self.max_tool_rounds)
-                .with_approval(Approval::judged_by(Box::new(judge)))
-                .with_model_output(self.model_output)
-                .with_window(self.window.0, self.window.1);
+        let mut conversation = Conversation::new(
+            Ok(Arc::clone(&self.client)),
+            self.context,
+            self.max_tool_rounds,
+        )
+        .with_approval(Approval::judged_by(Box::new(judge)))
+        .with_model_output(self.model_output)
+        .with_window(self.window.0, self.window.1);
         conversation.only_tools = self.agent.tools.clone();
         // One message, whose failure no one can answer with another; and
         // no team: subagents do not nest.
@@ -593,7 +605,9 @@ impl Ui for SubUi<'_> {
 
     fn end_text(&mut self) {
         if !self.reply.is_empty() {
-            (self.tx)(Report::Step(SubagentStep::Text(std::mem::take(&mut self.reply))));
+            (self.tx)(Report::Step(SubagentStep::Text(std::mem::take(
+                &mut self.reply,
+            ))));
         }
     }
 

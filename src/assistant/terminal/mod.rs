@@ -55,6 +55,8 @@ pub trait Commands {
 
 mod slash;
 
+pub use self::slash::parse_model;
+
 use self::slash::conversation_command;
 
 /// How the reply is drawn on stdout: rendered on a terminal (without colour
@@ -495,7 +497,9 @@ impl Ui for TermUi {
                 None
             }
             SubagentStep::Text(text) => Some(printable(text.lines().next().unwrap_or(""))),
-            SubagentStep::ToolStarted(call) => Some(format!("→ {}", printable(&short_call(call, 80)))),
+            SubagentStep::ToolStarted(call) => {
+                Some(format!("→ {}", printable(&short_call(call, 80))))
+            }
             SubagentStep::ToolFinished { call, envelope } => {
                 let mark = if envelope["tool_success"] == false {
                     "✗"
@@ -561,12 +565,30 @@ fn handle(
             Some((name, args)) => (name, args.trim()),
             None => (body, ""),
         };
+        if conversation.context().commands.find(name).is_some() {
+            let end = signals::guarded(|cancel| {
+                crate::assistant::custom::run::send(line, conversation, host, ui, cancel)
+            });
+            ui.status(conversation.client().map(|c| c.model()), mode);
+            signals::end_if_signalled();
+            return Step::Continue(Some(end));
+        }
         if CONVERSATION_COMMANDS.iter().any(|c| c.0 == name) {
             let end = conversation_command(name, args, conversation, host, ui);
             ui.status(conversation.client().map(|c| c.model()), mode);
             return Step::Continue(end);
         }
-        return if commands.run(line) {
+        let leave = !commands.run(line);
+        if name == "help" {
+            let custom = &conversation.context().commands;
+            if !custom.list.is_empty() || !custom.skipped.is_empty() {
+                say(&format!(
+                    "{}\n",
+                    crate::assistant::custom::listing::commands(custom)
+                ));
+            }
+        }
+        return if !leave {
             Step::Continue(None)
         } else {
             Step::Leave
@@ -667,11 +689,36 @@ impl ConditionalEventHandler for CtrlC {
     }
 }
 
-/// The line editor's helper: a line ending in `\` goes on to the next.
-struct Input;
+/// The line editor's helper: a line ending in `\` goes on to the next,
+/// and Tab completes a slash command's name (built-in or custom).
+struct Input {
+    commands: Vec<String>,
+}
 
 impl Completer for Input {
     type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let typed = &line[..pos];
+        let Some(start) = typed.strip_prefix('/') else {
+            return Ok((0, Vec::new()));
+        };
+        if start.contains(char::is_whitespace) {
+            return Ok((0, Vec::new()));
+        }
+        let found = self
+            .commands
+            .iter()
+            .filter(|c| c.starts_with(start))
+            .map(|c| format!("/{c} "))
+            .collect();
+        Ok((0, found))
+    }
 }
 impl Hinter for Input {
     type Hint = String;
@@ -703,7 +750,17 @@ pub fn interactive(
 ) -> anyhow::Result<()> {
     let mut ui = TermUi::new();
     let mut editor: Editor<Input, DefaultHistory> = Editor::new()?;
-    editor.set_helper(Some(Input));
+    let mut names: Vec<String> = super::commands::names().map(str::to_string).collect();
+    names.extend(
+        conversation
+            .context()
+            .commands
+            .list
+            .iter()
+            .map(|c| c.name.clone()),
+    );
+    names.sort();
+    editor.set_helper(Some(Input { commands: names }));
     editor.bind_sequence(
         KeyEvent::ctrl('C'),
         EventHandler::Conditional(Box::new(CtrlC)),
@@ -798,7 +855,9 @@ pub fn lines(
 /// `ikigai -p MESSAGE`: one message to completion.
 pub fn one_shot(message: &str, conversation: &mut Conversation, host: &dyn ToolHost) -> TurnEnd {
     let mut ui = TermUi::new();
-    let end = signals::guarded(|cancel| conversation.send(message, host, &mut ui, cancel));
+    let end = signals::guarded(|cancel| {
+        crate::assistant::custom::run::send(message, conversation, host, &mut ui, cancel)
+    });
     signals::end_if_signalled();
     end
 }

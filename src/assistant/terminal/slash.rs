@@ -66,6 +66,13 @@ pub(super) fn conversation_command(
             undo(conversation, ui);
             None
         }
+        "skills" => {
+            say(&format!(
+                "{}\n",
+                crate::assistant::custom::listing::skills(&conversation.context().skills)
+            ));
+            None
+        }
         _ => None,
     }
 }
@@ -146,7 +153,7 @@ fn switch_model(
     }
 }
 
-pub(super) fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
+pub fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
     const PROVIDERS: &[&str] = &["openai", "anthropic", "google", "gemini", "stub"];
     let known = |p: &str| {
         PROVIDERS
@@ -254,13 +261,20 @@ fn list_agents(agents: &[Agent]) -> String {
     let general = Agent::general();
     let listed = std::iter::once(&general).chain(agents.iter().filter(|a| a.name != GENERAL));
     for agent in listed {
-        lines.push(format!("  {} · {}", agent.name, visible(&agent.description)));
+        lines.push(format!(
+            "  {} · {}",
+            agent.name,
+            visible(&agent.description)
+        ));
         let tools = match &agent.tools {
             Some(tools) => tools.join(", "),
             None => "every tool but task".into(),
         };
         let model = agent.model.as_deref().unwrap_or("the caller's");
-        lines.push(format!("      tools: {tools} · model: {model} · {}", agent.from));
+        lines.push(format!(
+            "      tools: {tools} · model: {model} · {}",
+            agent.from
+        ));
         if let Some(problem) = &agent.problem {
             lines.push(format!("      cannot run: {}", visible(problem)));
         }

@@ -168,13 +168,19 @@ mod tests {
             let kept = keep_only(&all, &|n| n != "task");
             let text = kept.to_string();
             assert!(!text.contains("\"task\""), "{kind:?}: {text}");
-            assert!(text.contains("\"bash\"") && text.contains("\"grep\""), "{kind:?}");
+            assert!(
+                text.contains("\"bash\"") && text.contains("\"grep\""),
+                "{kind:?}"
+            );
             // What stays is what the whole array said of it.
             let one = keep_only(&all, &|n| n == "grep");
             let alone = keep_only(&kept, &|n| n == "grep");
             assert_eq!(one, alone, "{kind:?}");
         }
-        assert_eq!(keep_only(&serde_json::json!([]), &|_| false), serde_json::json!([]));
+        assert_eq!(
+            keep_only(&serde_json::json!([]), &|_| false),
+            serde_json::json!([])
+        );
     }
 
     #[test]

@@ -233,7 +233,14 @@ impl ModelServer {
 
     /// The requests of no route: the main conversation's.
     pub fn main_requests(&self) -> Vec<Recorded> {
-        let markers: Vec<String> = self.state.lock().unwrap().routes.iter().map(|r| r.0.clone()).collect();
+        let markers: Vec<String> = self
+            .state
+            .lock()
+            .unwrap()
+            .routes
+            .iter()
+            .map(|r| r.0.clone())
+            .collect();
         self.requests()
             .into_iter()
             .filter(|r| {
