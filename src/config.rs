@@ -69,6 +69,8 @@ pub struct Config {
     pub instructions_max_bytes: Option<usize>,
     /// `[tools.NAME]`: per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolConfig>,
+    /// Trust every project's own files without asking (decision 87).
+    pub trust_projects: Option<bool>,
 }
 
 /// A value and the line (1-based) it was written on.
@@ -125,6 +127,7 @@ struct Raw {
     instructions_max_bytes: Option<Size>,
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
+    trust_projects: Option<bool>,
 }
 
 /// A byte count: an integer, or a string with a `K`, `M` or `G` suffix.
@@ -291,6 +294,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         auto_compact: raw.auto_compact.map(|f| f.0),
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
+        trust_projects: raw.trust_projects,
     })
 }
 
@@ -362,6 +366,7 @@ instructions_max_bytes = "16K"
 deny_read = ["~/private"]
 allow_read = ["~/.aws/config"]
 allow_unix_sockets = ["/run/user/1/db.sock"]
+trust_projects = true
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
@@ -406,6 +411,7 @@ env = ["GITHUB_TOKEN"]
             Some(0.0)
         );
         assert_eq!(c.tools["bash"].env, ["GITHUB_TOKEN"]);
+        assert_eq!(c.trust_projects, Some(true));
         assert_eq!(c.path.as_deref(), Some(Path::new("/c/config.toml")));
         let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
         assert_eq!(c.model_output, Some(1000));

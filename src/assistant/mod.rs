@@ -5,7 +5,7 @@
 //! stdin one by one, or the interactive prompt.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use self::approval::rules::Rule;
@@ -74,6 +74,10 @@ pub struct Options {
     pub max_subagents: Option<usize>,
     /// Where skills and custom commands are looked for.
     pub places: Option<custom::Places>,
+    /// The project's own files: whether they are trusted, and its parsed
+    /// `.ikigai/config.toml` (whole, as written: what holds of it is in
+    /// the policy and settings already).
+    pub project: custom::trust::Project,
 }
 
 /// `--approval`, `--allow`, `--deny`, `--model-output`, with the
@@ -135,24 +139,68 @@ impl Policy {
 /// discovery started in the background so the prompt appears at once.
 pub fn main(
     cli: Ikigai,
-    settings: Settings,
+    mut settings: Settings,
     resume_id: Option<String>,
-    config: Config,
+    mut config: Config,
 ) -> ExitCode {
     let env = Env::from_process();
+    // The project's own files: trusted or not before anything of theirs
+    // is read into the settings (decision 87).
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut places = custom::Places::here(&env, &cwd, false, &settings.sandbox.guard);
+    let project = match trust_project(&cli, &config, &env, &places) {
+        Ok(project) => project,
+        Err(e) => {
+            eprintln!("ikigai: project config: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    places.trusted = project.trusted;
+    let project_config = project.config.as_ref().map(|c| {
+        let (kept, ignored) = custom::trust::narrowed(c, project.trusted, settings.sandbox.mode);
+        if !ignored.is_empty() {
+            let style = Paint::for_stream(std::io::stderr().is_terminal());
+            eprintln!(
+                "{}",
+                style.dim_yellow(&format!(
+                    "warning: {}: {} not applied: the project is not trusted",
+                    c.path.as_deref().unwrap_or(Path::new("")).display(),
+                    ignored.join(", ")
+                ))
+            );
+        }
+        kept
+    });
+    if let Some(kept) = &project_config {
+        custom::project::choices(kept, &mut config);
+    }
+    if project.trusted {
+        settings.project_mcp = project.mcp.clone();
+    }
     // Options beat environment variables beat the config file.
     let or_env_or_file = |option: Option<String>, var: &str, file: &Option<String>| {
         option
             .or_else(|| env.var(var).map(str::to_string))
             .or_else(|| file.clone())
     };
-    let policy = match Policy::resolve(&cli, &env, &config) {
+    let mut policy = match Policy::resolve(&cli, &env, &config) {
         Ok(policy) => policy,
         Err(e) => {
             eprintln!("ikigai: {e}");
             return ExitCode::from(exit::USAGE);
         }
     };
+    if let Some(kept) = &project_config {
+        let given = custom::project::Given {
+            sandbox: cli.sandbox.is_some() || env.var("IKIGAI_SANDBOX").is_some(),
+            approval: cli.approval.is_some() || env.var("IKIGAI_APPROVAL").is_some(),
+        };
+        let applied = custom::project::apply(kept, &given, &mut settings, &mut policy, &env);
+        if let Err(e) = applied {
+            eprintln!("ikigai: project config: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    }
     // Wrong output options and an unusable stdin message stop the start
     // before any request (decision 65).
     let output = headless::Output::checked(
@@ -192,12 +240,8 @@ pub fn main(
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
         max_subagents: config.max_subagents.map(|n| n as usize),
-        places: Some(custom::Places::here(
-            &env,
-            &std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            false,
-            &settings.sandbox.guard,
-        )),
+        places: Some(places),
+        project,
     };
     if let Some(note) = crate::host::no_tool_directory(&settings) {
         let style = Paint::for_stream(std::io::stderr().is_terminal());
@@ -209,6 +253,34 @@ pub fn main(
     std::env::set_var(crate::tools::bash::PROGRESS_VAR, "stderr");
     let tools = tool_host::Tools::start(settings);
     run(options, &tools, &mut &tools)
+}
+
+/// Finds what the project ships and decides whether it is trusted, asking
+/// at a terminal (never for `-p`); prints the start line's words.
+fn trust_project(
+    cli: &Ikigai,
+    config: &Config,
+    env: &Env,
+    places: &custom::Places,
+) -> Result<custom::trust::Project, String> {
+    use std::io::BufRead;
+    let mut project = custom::trust::Project::find(places)?;
+    let at_terminal =
+        cli.prompt.is_none() && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let store = env.config_dir().map(|d| d.join(custom::trusted_file::NAME));
+    let given = cli.trust || config.trust_projects == Some(true);
+    let mut ask = |question: &str| {
+        eprint!("{question}");
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer).ok()?;
+        Some(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+    };
+    let ask: Option<custom::trust::Ask<'_>> = at_terminal.then_some(&mut ask);
+    if let Some(line) = custom::trust::decide(&mut project, store.as_deref(), given, ask) {
+        let style = Paint::for_stream(std::io::stderr().is_terminal());
+        eprintln!("{}", style.dim(&line));
+    }
+    Ok(project)
 }
 
 /// Runs the assistant; the exit code says whether its messages were answered.

@@ -58,6 +58,11 @@ pub struct Ikigai {
     #[argh(switch)]
     pub network: bool,
 
+    /// trust this project's own files for this run (its .ikigai/config.toml,
+    /// .mcp.json, commands, skills and agents) without asking
+    #[argh(switch)]
+    pub trust: bool,
+
     /// a path sandboxed tools may read although it is among the secret
     /// paths that `ikigai sandbox check` lists (repeatable)
     #[argh(option, arg_name = "PATH")]

@@ -47,6 +47,8 @@ pub struct Settings {
     /// The MCP servers' configuration: `--mcp-config`, `IKIGAI_MCP_CONFIG`
     /// or `~/.ikigai/mcp.json`; None starts no MCP server.
     pub mcp_config: Option<PathBuf>,
+    /// A trusted project's `.mcp.json`, whose servers start beside those.
+    pub project_mcp: Option<PathBuf>,
 }
 
 /// How tool calls are fenced in and contained.
@@ -321,6 +323,7 @@ impl Settings {
             },
             tool_env: BTreeMap::new(),
             mcp_config,
+            project_mcp: None,
         }
         .with_kernel_support(Support::detect())
     }

@@ -452,3 +452,55 @@ fn ctrl_c_stops_every_running_subagent_and_the_next_message_goes_on() {
         assert_eq!(e["error_code"], "CANCELLED", "{e}");
     }
 }
+
+#[test]
+fn a_projects_agents_run_only_when_the_project_is_trusted() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".claude/agents")).unwrap();
+    std::fs::write(
+        project.join(".claude/agents/shipped.md"),
+        "---\nname: shipped\ndescription: Came with the repository\n---\nSHIPPED-RULES\n",
+    )
+    .unwrap();
+    let script = || {
+        vec![
+            calls(&[(
+                "task",
+                json!({"description": "d", "prompt": "SUB-P go", "agent": "shipped"}),
+            )]),
+            text("Done."),
+        ]
+    };
+    let server = ModelServer::start(Api::OpenAi, script());
+    let out = against(&server, home.path())
+        .dir(&project)
+        .args(["-p", "go"])
+        .output();
+    no_problems(&server, &out);
+    let refused = &task_results(Api::OpenAi, &server, 1)[0];
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("no agent named 'shipped'"),
+        "{refused}"
+    );
+
+    let server = ModelServer::start(Api::OpenAi, script());
+    server.route("SUB-P", vec![text("Shipped agent here.")]);
+    let out = against(&server, home.path())
+        .dir(&project)
+        .args(["--trust", "-p", "go"])
+        .output();
+    no_problems(&server, &out);
+    assert_eq!(out.code, 0, "{out:?}");
+    let system = system_text(Api::OpenAi, &server.requests_of("SUB-P")[0].body);
+    assert!(system.ends_with("SHIPPED-RULES"), "{system}");
+    let result = &task_results(Api::OpenAi, &server, 1)[0];
+    assert_eq!(
+        result["result"]["answer"], "Shipped agent here.",
+        "{result}"
+    );
+}

@@ -12,7 +12,7 @@
 //! `inherit` or absent for the caller's model, else another model of the
 //! caller's provider.
 
-use super::{front, list, Doc, Kind, Origin, Places};
+use super::{list, Doc, Kind, Places};
 use crate::assistant::conversation::Agent;
 
 /// Claude Code's tool names, as ours (decision 83's map).
@@ -53,6 +53,7 @@ pub fn load(places: &Places) -> (Vec<Agent>, Vec<String>) {
 /// wrong with its front matter.
 #[cfg(test)]
 fn parse(text: &str, file_name: &str) -> Result<Agent, String> {
+    use super::{front, Origin};
     let (meta, body) = front::split(text).map_err(|e| e.to_string())?;
     Ok(from_doc(&Doc {
         name: file_name.trim_end_matches(".md").to_string(),

@@ -7,14 +7,12 @@ use super::skills::Skills;
 /// The custom commands for `/help`, then the files skipped.
 pub fn commands(commands: &Commands) -> String {
     let rows: Vec<(String, String)> = commands
-        .list
-        .iter()
-        .map(|c| {
-            let usage = match &c.hint {
-                Some(hint) => format!("/{} {hint}", c.name),
-                None => format!("/{}", c.name),
-            };
-            (usage, format!("{} ({})", c.description, c.origin.label()))
+        .menu()
+        .into_iter()
+        .zip(&commands.list)
+        .map(|((name, description, hint), c)| {
+            let usage = format!("/{name} {hint}").trim_end().to_string();
+            (usage, format!("{description} ({})", c.origin.label()))
         })
         .collect();
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);

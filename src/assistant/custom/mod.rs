@@ -15,9 +15,12 @@ pub mod agents;
 pub mod commands;
 pub mod front;
 pub mod listing;
+pub mod project;
 pub mod read;
 pub mod run;
 pub mod skills;
+pub mod trust;
+pub mod trusted_file;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -75,16 +78,6 @@ pub enum Kind {
     Skills,
     /// `NAME.md` (decision 86).
     Agents,
-}
-
-impl Kind {
-    pub fn noun(self) -> &'static str {
-        match self {
-            Kind::Commands => "command",
-            Kind::Skills => "skill",
-            Kind::Agents => "agent",
-        }
-    }
 }
 
 /// The places files are looked for.

@@ -69,25 +69,42 @@ fn live() -> &'static Mutex<Live> {
     LIVE.get_or_init(Mutex::default)
 }
 
-/// Stops the servers started before, then starts those of `config` (none
-/// when None) all at once, and lists their tools.
-pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
+/// Stops the servers started before, then starts those of every file in
+/// `paths` (the person's, then a trusted project's `.mcp.json`); a server
+/// whose name an earlier file took is reported, not started.
+pub fn start_all(paths: &[&Path]) -> (Vec<McpTool>, Vec<Failed>) {
     stop_all();
-    let Some(path) = config else {
-        return (Vec::new(), Vec::new());
-    };
     let env = Env::from_process();
     let timeout = env
         .var("IKIGAI_MCP_START_TIMEOUT")
         .and_then(|t| parse_timeout(t).ok())
         .unwrap_or(START_TIMEOUT);
-    let configs = match config::load(path, &env) {
-        Ok(configs) => configs,
-        Err(reason) => {
-            let what = path.display().to_string();
-            return (Vec::new(), vec![Failed { what, reason }]);
+    let mut configs: Vec<config::ServerConfig> = Vec::new();
+    let mut failed = Vec::new();
+    for path in paths {
+        match config::load(path, &env) {
+            Ok(found) => {
+                for server in found {
+                    if configs.iter().any(|c| c.name == server.name) {
+                        failed.push(Failed {
+                            reason: format!(
+                                "not started from {}: an earlier file names a server '{}'",
+                                path.display(),
+                                server.name
+                            ),
+                            what: server.name,
+                        });
+                    } else {
+                        configs.push(server);
+                    }
+                }
+            }
+            Err(reason) => failed.push(Failed {
+                what: path.display().to_string(),
+                reason,
+            }),
         }
-    };
+    }
     let started: Vec<_> = std::thread::scope(|s| {
         let jobs: Vec<_> = configs
             .iter()
@@ -103,7 +120,6 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
             .collect()
     });
     let mut tools = Vec::new();
-    let mut failed = Vec::new();
     let mut state = live().lock().unwrap();
     for (server, outcome) in started {
         match outcome {
