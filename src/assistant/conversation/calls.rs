@@ -165,7 +165,7 @@ impl Conversation {
                     running_indices.push(index);
                 }
                 Err(envelope) => {
-                    let outcome = CallOutcome::new(envelope, vec![]);
+                    let outcome = CallOutcome::new(*envelope, vec![]);
                     envelopes[index] = Some(self.finish_call(&calls[index], outcome, ui));
                 }
             }

@@ -78,6 +78,10 @@ impl Agent {
     }
 }
 
+/// Makes a client for another model of the caller's provider; Err says
+/// why there is none.
+pub type ModelMaker = dyn Fn(&str) -> Result<Arc<dyn ModelClient>, String> + Send + Sync;
+
 /// What a conversation needs to start subagents: at most `max` of one
 /// reply at once, the agents `task` may name, and how to reach another
 /// model of the same provider (`model`).
@@ -87,7 +91,7 @@ pub struct Team {
     pub agents: Vec<Agent>,
     /// A client for another model of the caller's provider, for an agent
     /// whose file names one; Err says why there is none.
-    pub model: Arc<dyn Fn(&str) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>,
+    pub model: Arc<ModelMaker>,
 }
 
 impl Default for Team {
@@ -297,9 +301,9 @@ impl Conversation {
         call: &ToolCall,
         arguments: &Value,
         host: &dyn ToolHost,
-    ) -> Result<Launch, Envelope> {
+    ) -> Result<Launch, Box<Envelope>> {
         if let Some(refusal) = self.not_offered(TASK) {
-            return Err(refusal);
+            return Err(Box::new(refusal));
         }
         let team = self.team.as_ref().expect("checked by not_offered");
         let schema = json!({"name": TASK, "parameters": host.parameters(TASK).unwrap_or_else(
@@ -309,7 +313,8 @@ impl Conversation {
             super::super::own_tools::checked(&call.name, &schema, arguments).map_err(|e| *e)?;
         let text = |key: &str| args[key].as_str().unwrap_or("").trim().to_string();
         let (description, prompt) = (text("description"), text("prompt"));
-        let invalid = |why: String| Envelope::refused(Failure::Tool("INVALID_ARG".into()), why);
+        let invalid =
+            |why: String| Box::new(Envelope::refused(Failure::Tool("INVALID_ARG".into()), why));
         if prompt.is_empty() {
             return Err(invalid(
                 "task: prompt is empty; say the whole task the subagent is to do".into(),

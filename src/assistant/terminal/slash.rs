@@ -258,8 +258,10 @@ fn resume(args: &str, conversation: &mut Conversation, ui: &mut TermUi, env: &En
 /// its description, tools, model and file, and why it cannot run if so.
 fn list_agents(agents: &[Agent]) -> String {
     let mut lines = vec!["Agents (task's `agent`):".to_string()];
+    // The built-in general agent, unless a file replaces it.
     let general = Agent::general();
-    let listed = std::iter::once(&general).chain(agents.iter().filter(|a| a.name != GENERAL));
+    let builtin = (!agents.iter().any(|a| a.name == GENERAL)).then_some(&general);
+    let listed = builtin.into_iter().chain(agents.iter());
     for agent in listed {
         lines.push(format!(
             "  {} · {}",
