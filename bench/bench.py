@@ -1407,6 +1407,19 @@ def bench_agent(t):
     ]
 
 
+def bench_subagent(t):
+    """Subagents (decision 86): what a delegated read leaves in the
+    caller's context, four subagents of one reply at once, and their
+    prompt cache (bench/subagent_bench.py)."""
+    need_host()
+    need_tool("file-read")
+    import subagent_bench
+    t.max_load = max(t.max_load, loadavg())
+    rows = subagent_bench.run_all(HOST, LIBEXEC, DATA, row)
+    t.max_load = max(t.max_load, loadavg())
+    return rows
+
+
 def bench_context(t):
     """The agent's context: prompt caching over a long session, a long
     session inside a small window, and the built-in prompt's size
@@ -1621,6 +1634,9 @@ BENCHES = {
     "hooks": (bench_hooks, ["`-p` with one file_read call and 10 PreToolUse hooks that exit at once"]),
     "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),
     "agent": (bench_agent, ["/undo of 100 files of 100 KB; a shell_output round trip"]),
+    "subagent": (bench_subagent, ["the caller's context after a subagent read 100 files",
+                                  "four subagents of one reply, 1 s each on the model",
+                                  "a subagent's requests read from the prompt cache"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
@@ -1738,7 +1754,9 @@ def main(argv):
         print(f"bench: unknown benchmark {unknown}; known: {', '.join(BENCHES)}", file=sys.stderr)
         return 2
     names = argv or list(BENCHES)
-    os.makedirs(BENCH_DIR, exist_ok=True)
+    # Every benchmark stands alone on a fresh cache: the data directory
+    # does not wait for a corpus to make it.
+    os.makedirs(DATA, exist_ok=True)
     for prepare in dict.fromkeys(f for n in names for f in CORPORA.get(n, [])):
         prepare()
     load_start = loadavg()

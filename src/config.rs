@@ -60,6 +60,8 @@ pub struct Config {
     /// The model's context window in tokens, for a model the host does not
     /// know (decision 62).
     pub context_window: Option<u32>,
+    /// How many subagents of one reply run at once (decision 86).
+    pub max_subagents: Option<u32>,
     /// The fraction of the window at which the conversation is compacted
     /// (0 turns it off).
     pub auto_compact: Option<f64>,
@@ -198,6 +200,7 @@ struct Raw {
     model_output: Option<Size>,
     max_output_tokens: Option<Positive>,
     context_window: Option<Positive>,
+    max_subagents: Option<Positive>,
     auto_compact: Option<Fraction>,
     instructions_max_bytes: Option<Size>,
     #[serde(default)]
@@ -449,6 +452,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         model_output: raw.model_output.map(|s| s.0),
         max_output_tokens: raw.max_output_tokens.map(|p| p.0),
         context_window: raw.context_window.map(|p| p.0),
+        max_subagents: raw.max_subagents.map(|p| p.0),
         auto_compact: raw.auto_compact.map(|f| f.0),
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
@@ -616,6 +620,7 @@ add_dirs = ["/data", "../other"]
 model_output = "64K"
 max_output_tokens = 4096
 context_window = 32000
+max_subagents = 2
 auto_compact = 0.7
 instructions_max_bytes = "16K"
 deny_read = ["~/private"]
@@ -678,6 +683,7 @@ file_size = 1048576
         assert_eq!(c.model_output, Some(64 << 10));
         assert_eq!(c.max_output_tokens, Some(4096));
         assert_eq!(c.context_window, Some(32000));
+        assert_eq!(c.max_subagents, Some(2));
         assert_eq!(c.auto_compact, Some(0.7));
         assert_eq!(c.instructions_max_bytes, Some(16 << 10));
         assert_eq!(

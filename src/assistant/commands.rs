@@ -123,6 +123,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
     ("resume", "/resume ID", "Continue a session from /sessions"),
     ("cost", "/cost", "Tokens used and their cost since start"),
     (
+        "agents",
+        "/agents",
+        "The agents a task call may name, and where each was read from",
+    ),
+    (
         "context",
         "/context",
         "What the system prompt holds (guidance, environment, project instructions) and the window in use",

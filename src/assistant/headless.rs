@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::conversation::{Conversation, ToolHost, TurnEnd, Ui};
+use super::conversation::{Conversation, SubagentStep, ToolHost, TurnEnd, Ui};
 use super::cost;
 use super::model::{Message, ToolCall, ToolFormat, Usage};
 use super::terminal;
@@ -530,6 +530,64 @@ impl Ui for Events<'_> {
             "before_tokens": before_tokens,
             "after_tokens": after_tokens,
         }));
+    }
+
+    /// A subagent's steps as the caller's events are written, each with
+    /// the `parent_call_id` of the task call that runs it; its usage
+    /// reaches `usage` and so the result.
+    fn subagent(&mut self, parent: &ToolCall, step: &SubagentStep) {
+        let event = match step {
+            SubagentStep::Started { agent } => json!({"type": "subagent.started", "agent": agent}),
+            SubagentStep::Text(text) => json!({"type": "assistant.message", "text": text}),
+            SubagentStep::ToolStarted(call) => {
+                self.running.push((call.id.clone(), Instant::now()));
+                json!({
+                    "type": "tool.started",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                })
+            }
+            SubagentStep::ToolFinished { call, envelope } => {
+                let began = self
+                    .running
+                    .iter()
+                    .position(|(id, _)| *id == call.id)
+                    .map(|at| self.running.remove(at).1);
+                let (ok, code) = verdict(envelope);
+                let mut event = json!({
+                    "type": "tool.finished",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "ok": ok,
+                    "duration_ms": began.map_or(0, |t| t.elapsed().as_millis() as u64),
+                });
+                if let Some(code) = code {
+                    event["error_code"] = json!(code);
+                }
+                event
+            }
+            SubagentStep::Notice(text) => {
+                eprintln!("ikigai: subagent: {text}");
+                return;
+            }
+            SubagentStep::Error(text) => {
+                eprintln!("ikigai: subagent: error: {text}");
+                json!({"type": "error", "message": text})
+            }
+            SubagentStep::Asking => return,
+            SubagentStep::Ended { ok, code } => {
+                let mut event = json!({"type": "subagent.finished", "ok": ok});
+                if let Some(code) = code {
+                    event["error_code"] = json!(code);
+                }
+                event
+            }
+        };
+        let mut event = event;
+        event["parent_call_id"] = json!(parent.id);
+        self.flush_error(None);
+        self.emit(event);
     }
 
     fn plan(&mut self, plan: &Value) {

@@ -14,6 +14,7 @@ use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::context::{Context, Setup};
 use self::conversation::{Conversation, ToolHost};
 use self::hooks::Hooks;
+use self::conversation::{Agent, Conversation, Team, ToolHost};
 use self::render::Paint;
 use self::session::{sessions_dir, Session};
 use self::terminal::Commands;
@@ -75,6 +76,8 @@ pub struct Options {
     pub instructions_max_bytes: Option<usize>,
     /// The fence git runs in for the environment block (None: not run).
     pub git: Option<crate::host::call::ReadOnly>,
+    /// Config's `max_subagents` (decision 86).
+    pub max_subagents: Option<usize>,
     /// Where skills and custom commands are looked for.
     pub places: Option<custom::Places>,
     /// The project's own files: whether they are trusted, and its parsed
@@ -250,6 +253,7 @@ pub fn main(
         auto_compact: config.auto_compact,
         instructions_max_bytes: config.instructions_max_bytes,
         git: crate::host::call::ReadOnly::new(&settings),
+        max_subagents: config.max_subagents.map(|n| n as usize),
         places: Some(places),
         project,
         // The person's hooks, then a trusted project's (an untrusted
@@ -396,6 +400,22 @@ pub fn run(mut options: Options, host: &dyn ToolHost, commands: &mut dyn Command
     if options.prompt.is_some() {
         conversation = conversation.one_shot();
     }
+    let (agents, agent_warnings) = options
+        .places
+        .as_ref()
+        .map(custom::agents::load)
+        .unwrap_or_default();
+    for warning in &agent_warnings {
+        eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
+    }
+    let provider = conversation.client().map(|c| c.provider());
+    conversation = conversation.with_team(team(
+        agents,
+        options.max_subagents,
+        provider,
+        options.max_output_tokens,
+        &env,
+    ));
     let mut was_resumed = false;
     // (Not when nothing can be sent: no session is left empty.)
     let headless_json = options.prompt.is_some()
@@ -513,6 +533,26 @@ fn converse(
             eprintln!("ikigai: {e:#}");
             (ExitCode::from(exit::FAILURE), "other")
         }
+    }
+}
+
+/// Who `task` may start: the agents read from files, at most `max` at
+/// once, another model of the caller's `provider` for an agent that names
+/// one (with the same keys and reply limit).
+fn team(
+    agents: Vec<Agent>,
+    max: Option<usize>,
+    provider: Option<&'static str>,
+    max_output_tokens: Option<u64>,
+    env: &Env,
+) -> Team {
+    let env = env.clone();
+    Team {
+        max: max.unwrap_or(conversation::DEFAULT_MAX_SUBAGENTS),
+        agents,
+        model: std::sync::Arc::new(move |name| {
+            keys::choose(provider, Some(name), max_output_tokens, &env)?.client
+        }),
     }
 }
 

@@ -17,6 +17,7 @@ mod hostfiles;
 mod hooks;
 mod policy;
 mod robustness;
+mod subagents;
 mod terminal;
 mod tools;
 

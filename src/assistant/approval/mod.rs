@@ -78,6 +78,19 @@ pub trait Prompter: Send {
     }
 }
 
+/// Who judges a subagent's calls: the caller's own `Approval`, reached
+/// through the caller's conversation, so rules, `a` answers and the
+/// person's questions are the caller's, one question at a time.
+/// Its halves are `Approval`'s own, so hooks run between them in a
+/// subagent as in its caller.
+pub trait Judge: Send {
+    /// What the caller's rules say of the call (`Approval::rules`).
+    fn rules(&self, tool: &str, arguments: &Value, read_only: bool) -> Ruled;
+    /// The caller's person asked about the call (`Approval::question`).
+    fn question(&mut self, tool: &str, arguments: &Value) -> Verdict;
+    fn rerun_outside_sandbox(&mut self, tool: &str, why: &str) -> bool;
+}
+
 /// What becomes of one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -100,6 +113,11 @@ pub struct Approval {
     /// whatever the allow rules say. The conversation sets it from the host
     /// before each round of calls.
     pub unsandboxed: bool,
+    /// Set: every call is judged there instead (a subagent's approval).
+    judge: Option<Box<dyn Judge>>,
+    /// Who asks, when it is not the person's own assistant (`subagent
+    /// 'find config reads'`): said before the question.
+    pub asking_for: Option<String>,
 }
 
 impl Approval {
@@ -124,6 +142,16 @@ impl Approval {
             place: Place { cwd, home },
             prompter,
             unsandboxed: false,
+            judge: None,
+            asking_for: None,
+        }
+    }
+
+    /// Every call judged by `judge` (a subagent's, by its caller's).
+    pub fn judged_by(judge: Box<dyn Judge>) -> Approval {
+        Approval {
+            judge: Some(judge),
+            ..Approval::run_all()
         }
     }
 
@@ -170,6 +198,9 @@ impl Approval {
     /// it; anything else is the person's to say. Hooks run between this and
     /// the question.
     pub fn rules(&self, tool: &str, arguments: &Value, read_only: bool) -> Ruled {
+        if let Some(judge) = self.judge.as_ref() {
+            return judge.rules(tool, arguments, read_only);
+        }
         let tool = judged_as(tool);
         let denial = self.deny.iter().find_map(|d| {
             d.rule
@@ -206,12 +237,16 @@ impl Approval {
     /// Asks the person about one call (what `rules` left to them, or what a
     /// hook asked to be asked).
     pub fn question(&mut self, tool: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.question(tool, arguments);
+        }
         self.ask(judged_as(tool), tool, arguments, cancel)
     }
 
-    /// Whether a question would reach a person (a terminal is there).
+    /// Whether a question would reach a person (a terminal is there, or,
+    /// for a subagent, its caller's).
     pub fn can_ask(&self) -> bool {
-        self.prompter.is_some()
+        self.prompter.is_some() || self.judge.is_some()
     }
 
     /// Asks about a call of `asked`, judged as `tool`.
@@ -230,6 +265,9 @@ impl Approval {
             .collect::<Vec<_>>()
             .join(", ");
         let paint = prompter.paint();
+        if let Some(who) = &self.asking_for {
+            prompter.show(&paint.bold(&format!("{} asks:", visible(who))));
+        }
         prompter.show(&preview::describe(asked, arguments, paint));
         if let Some(flag) = preview::hidden_characters(tool, arguments) {
             prompter.show(&paint.bold(&flag));
@@ -281,14 +319,22 @@ impl Approval {
     /// Whether a call that failed inside the sandbox (`why`) may run again
     /// outside it: only in `ask` mode, only when the person says `y`.
     pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.rerun_outside_sandbox(tool, why);
+        }
         if self.mode != Mode::Ask {
             return false;
         }
         let Some(prompter) = self.prompter.as_mut() else {
             return false;
         };
+        let who = self
+            .asking_for
+            .as_ref()
+            .map(|w| format!("{} · ", visible(w)))
+            .unwrap_or_default();
         prompter.show(&format!(
-            "{tool} failed inside the sandbox: {}",
+            "{who}{tool} failed inside the sandbox: {}",
             visible(why)
         ));
         let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);

@@ -19,12 +19,22 @@ use super::super::model::{ToolCall, ToolResult};
 use super::super::plan;
 use super::super::schedule;
 use super::super::session::Entry;
+use super::subagent::{Gate, Launch, Report};
 use super::{Conversation, ToolHost, TurnEnd, Ui};
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
 use crate::host::format::strict;
 use crate::host::text::clip;
+
+/// What the threads of one round of calls tell the conversation's thread.
+pub(super) enum Progress {
+    /// A piece of a running call's output.
+    Output(usize, Vec<u8>),
+    Done(usize, Box<CallOutcome>),
+    /// A subagent's step, usage or question (`subagent`).
+    Sub(usize, Report),
+}
 
 impl Conversation {
     /// Runs `calls` in the order `schedule` gives (consecutive reads at
@@ -137,24 +147,52 @@ impl Conversation {
         cancel: &AtomicBool,
         envelopes: &mut [Option<Value>],
     ) {
+        // A `task` call runs a subagent on its thread instead of a tool; one
+        // that cannot start is answered at once.
+        let mut launches: Vec<Option<Launch>> = Vec::new();
+        let mut running_indices = Vec::new();
+        for &index in indices {
+            if calls[index].name != crate::host::own::TASK {
+                launches.push(None);
+                running_indices.push(index);
+                continue;
+            }
+            match self.launch(index, &calls[index], &arguments[index], host) {
+                Ok(launch) => {
+                    launches.push(Some(launch));
+                    running_indices.push(index);
+                }
+                Err(envelope) => {
+                    let outcome = CallOutcome::new(*envelope, vec![]);
+                    envelopes[index] = Some(self.finish_call(&calls[index], outcome, ui));
+                }
+            }
+        }
+        let launches = launches.into_iter().flatten();
+        let mut launches: Vec<Launch> = launches.collect();
+        let indices = &running_indices[..];
         if indices.is_empty() {
             return;
         }
+        let gate = Gate::new(self.subagents_at_once());
         std::thread::scope(|scope| {
-            enum Progress {
-                Output(usize, Vec<u8>),
-                Done(usize, Box<CallOutcome>),
-            }
             let (tx, rx) = mpsc::channel();
             for &index in indices {
                 let (call, arguments) = (&calls[index], &arguments[index]);
                 let tx = tx.clone();
+                let launch = (call.name == crate::host::own::TASK).then(|| launches.remove(0));
+                let gate = &gate;
                 scope.spawn(move || {
-                    let output = tx.clone();
-                    let watch: Watch = Box::new(move |piece: &[u8]| {
-                        let _ = output.send(Progress::Output(index, piece.to_vec()));
-                    });
-                    let outcome = host.call_watched(&call.name, arguments, Some(cancel), watch);
+                    let outcome = match launch {
+                        Some(launch) => launch.run(host, cancel, gate, tx.clone()),
+                        None => {
+                            let output = tx.clone();
+                            let watch: Watch = Box::new(move |piece: &[u8]| {
+                                let _ = output.send(Progress::Output(index, piece.to_vec()));
+                            });
+                            host.call_watched(&call.name, arguments, Some(cancel), watch)
+                        }
+                    };
                     let _ = tx.send(Progress::Done(index, Box::new(outcome)));
                 });
             }
@@ -169,6 +207,10 @@ impl Conversation {
                 let (index, mut outcome) = match progress {
                     Progress::Output(index, piece) => {
                         ui.tool_output(&calls[index], &piece);
+                        continue;
+                    }
+                    Progress::Sub(index, report) => {
+                        self.on_report(&calls[index], report, ui, cancel);
                         continue;
                     }
                     Progress::Done(index, outcome) => (index, *outcome),

@@ -33,6 +33,7 @@ mod calls;
 mod hooked;
 mod log;
 mod ports;
+mod subagent;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -45,6 +46,7 @@ use serde_json::{json, Value};
 
 use self::log::Log;
 pub use self::ports::{ToolHost, Ui};
+pub use self::subagent::{Agent, SubagentStep, Team, DEFAULT_MAX_SUBAGENTS, GENERAL};
 pub use self::summary::{short_call, short_outcome};
 use super::approval::Approval;
 use super::context::compaction::{self, KEEP_TOOL_TOKENS, SUMMARY_REQUEST};
@@ -137,6 +139,14 @@ pub struct Conversation {
     stop_rounds: usize,
     /// A hook said `continue: false` during the calls: the turn ends.
     halted: Option<String>,
+    /// Who `task` may start (decision 86); None in a subagent, as
+    /// subagents do not nest.
+    team: Option<Team>,
+    /// The only tools this conversation offers and may call (a subagent's
+    /// agent narrows them); None: every tool the host has.
+    only_tools: Option<Vec<String>>,
+    /// The last reply stopped at the output limit.
+    cut: bool,
 }
 
 impl Conversation {
@@ -173,6 +183,9 @@ impl Conversation {
             subagent: false,
             stop_rounds: 0,
             halted: None,
+            team: Some(Team::default()),
+            only_tools: None,
+            cut: false,
         }
     }
 
@@ -456,7 +469,7 @@ impl Conversation {
         if !host.ready() {
             ui.waiting("waiting for tool discovery");
         }
-        let tools = host.tools_array(client.tool_format());
+        let tools = self.narrowed(host.tools_array(client.tool_format()));
         let fresh: Vec<String> = host
             .left_out(client.tool_format())
             .into_iter()
@@ -790,6 +803,7 @@ impl Conversation {
         ui: &mut dyn Ui,
     ) -> Result<Vec<(ToolCall, Option<Envelope>)>, TurnEnd> {
         let cut = reply.stop == Stop::Cut;
+        self.cut = cut;
         match &reply.stop {
             Stop::Refused(why) => return Err(self.refused(client, why, ui)),
             Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {
@@ -823,6 +837,7 @@ impl Conversation {
                 } else {
                     arguments_problem(&c.arguments)
                         .map(|what| Envelope::invalid_params(&c.name, &what))
+                        .or_else(|| self.not_offered(&c.name))
                 };
                 (c, preset)
             })

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 
 use super::super::model::{ToolCall, ToolFormat, Usage};
+use super::subagent::SubagentStep;
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 
@@ -96,4 +97,7 @@ pub trait Ui {
     /// The model's plan changed (`update_plan`, decision 69): `{"plan":
     /// [{step, status}], "explanation"?}`.
     fn plan(&mut self, _plan: &Value) {}
+    /// A step of the subagent that the `task` call `parent` runs
+    /// (decision 86); its usage comes through `usage`, with the caller's.
+    fn subagent(&mut self, _parent: &ToolCall, _step: &SubagentStep) {}
 }

@@ -11,6 +11,7 @@
 //! Nothing here stops a start: a file that cannot be used is a `Warning`
 //! naming it.
 
+pub mod agents;
 pub mod commands;
 pub mod front;
 pub mod listing;

@@ -33,7 +33,7 @@ use rustyline::{
 use serde_json::Value;
 
 use super::commands::CONVERSATION_COMMANDS;
-use super::conversation::{short_call, Conversation, ToolHost, TurnEnd, Ui};
+use super::conversation::{short_call, Conversation, SubagentStep, ToolHost, TurnEnd, Ui};
 use super::cost::{self, Meter};
 use super::keys;
 use super::model::{Message, ToolCall, Usage};
@@ -203,6 +203,9 @@ pub struct TermUi {
     /// The tokens of the message under way.
     turn: Option<Usage>,
     meter: Meter,
+    /// The running subagents: the task call's id, its description and its
+    /// latest step, each drawn on a line of its own.
+    subagents: Vec<(String, String, String)>,
 }
 
 impl TermUi {
@@ -225,6 +228,7 @@ impl TermUi {
             before: Vec::new(),
             turn: None,
             meter: Meter::default(),
+            subagents: Vec::new(),
         }
     }
 
@@ -260,6 +264,23 @@ impl TermUi {
         let _ = err.flush();
         self.live.drawn = shown.len();
         self.live.last_draw = Some(Instant::now());
+    }
+
+    /// One line per running subagent, with its latest step, where a
+    /// call's live output would be.
+    fn draw_subagents(&mut self) {
+        self.quiet();
+        let mut err = std::io::stderr().lock();
+        if self.live.drawn > 0 {
+            let _ = write!(err, "\x1b[{}F\x1b[J", self.live.drawn);
+        }
+        for (_, what, step) in &self.subagents {
+            let line = format!("⇢ {what} · {step}");
+            let line = clip_columns(&line, self.width.saturating_sub(6).max(10));
+            let _ = writeln!(err, "  {}", self.err.dim(&line));
+        }
+        let _ = err.flush();
+        self.live.drawn = self.subagents.len();
     }
 
     fn clear_live(&mut self) {
@@ -463,6 +484,51 @@ impl Ui for TermUi {
     fn error(&mut self, text: &str) {
         let text = self.err.red(&format!("error: {}", visible(text)));
         self.line(&text);
+    }
+
+    fn subagent(&mut self, parent: &ToolCall, step: &SubagentStep) {
+        let latest = match step {
+            SubagentStep::Started { agent } => {
+                let what = parent.arguments["description"]
+                    .as_str()
+                    .map_or_else(|| agent.clone(), printable);
+                self.subagents
+                    .push((parent.id.clone(), what, format!("started ({agent})")));
+                None
+            }
+            SubagentStep::Text(text) => Some(printable(text.lines().next().unwrap_or(""))),
+            SubagentStep::ToolStarted(call) => {
+                Some(format!("→ {}", printable(&short_call(call, 80))))
+            }
+            SubagentStep::ToolFinished { call, envelope } => {
+                let mark = if envelope["tool_success"] == false {
+                    "✗"
+                } else {
+                    "✓"
+                };
+                Some(format!("{mark} {}", call.name))
+            }
+            SubagentStep::Notice(text) => Some(printable(text)),
+            SubagentStep::Error(text) => Some(format!("error: {}", printable(text))),
+            SubagentStep::Asking => {
+                // The question is written below whatever is on the screen.
+                self.quiet();
+                self.clear_live();
+                return;
+            }
+            SubagentStep::Ended { .. } => {
+                self.subagents.retain(|(id, _, _)| *id != parent.id);
+                None
+            }
+        };
+        if let Some(latest) = latest {
+            if let Some(entry) = self.subagents.iter_mut().find(|(id, ..)| *id == parent.id) {
+                entry.2 = latest;
+            }
+        }
+        if self.err_tty {
+            self.draw_subagents();
+        }
     }
 }
 
