@@ -40,7 +40,9 @@ const QUOTE: usize = 160;
 /// timeout when there are any); safe to call from any thread.
 pub fn discover(settings: &Settings) -> Registry {
     std::thread::scope(|s| {
-        let mcp = s.spawn(|| crate::mcp::client::start(settings.mcp_config.as_deref()));
+        let mcp = s.spawn(|| {
+            crate::mcp::client::start(settings.mcp_config.as_deref(), &settings.mcp_servers)
+        });
         let mut candidates = Vec::new();
         let mut skipped = Vec::new();
         for (dir, origin) in directories(settings) {

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::mcp::client::config::ServerConfig;
 use crate::sandbox::{Fence, Guard, Mode, Support};
 use crate::tool::Env;
 
@@ -47,6 +48,9 @@ pub struct Settings {
     /// The MCP servers' configuration: `--mcp-config`, `IKIGAI_MCP_CONFIG`
     /// or `~/.ikigai/mcp.json`; None starts no MCP server.
     pub mcp_config: Option<PathBuf>,
+    /// Servers given besides the file's (an editor's, over ACP); a name the
+    /// file already uses is the file's.
+    pub mcp_servers: Vec<ServerConfig>,
 }
 
 /// How tool calls are fenced in and contained.
@@ -321,6 +325,7 @@ impl Settings {
             },
             tool_env: BTreeMap::new(),
             mcp_config,
+            mcp_servers: Vec::new(),
         }
         .with_kernel_support(Support::detect())
     }

@@ -150,6 +150,7 @@ impl Conversation {
             let (tx, rx) = mpsc::channel();
             for &index in indices {
                 let (call, arguments) = (&calls[index], &arguments[index]);
+                ui.tool_started(call);
                 let tx = tx.clone();
                 scope.spawn(move || {
                     let output = tx.clone();

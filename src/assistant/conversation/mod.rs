@@ -121,6 +121,9 @@ pub struct Conversation {
     plan: Option<Value>,
     /// What the model is to be told with the next message (an undo).
     notes: Vec<String>,
+    /// How the model's last reply of the last message ended (None before
+    /// the first reply), for a front end that names why a turn stopped.
+    last_stop: Option<Stop>,
 }
 
 impl Conversation {
@@ -153,6 +156,7 @@ impl Conversation {
             undo: Undo::default(),
             plan: None,
             notes: Vec::new(),
+            last_stop: None,
         }
     }
 
@@ -256,6 +260,12 @@ impl Conversation {
         Some(report)
     }
 
+    /// How the last reply of the last message ended: cut at the output
+    /// limit, refused, or complete (None when no reply came).
+    pub fn last_stop(&self) -> Option<&Stop> {
+        self.last_stop.as_ref()
+    }
+
     /// The session's id, once its file exists.
     pub fn session_id(&self) -> Option<&str> {
         self.log.session_id()
@@ -294,6 +304,7 @@ impl Conversation {
             return TurnEnd::NotConfigured;
         };
         self.latest = Some(text.to_string());
+        self.last_stop = None;
         self.undo.next_message();
         let text = self.with_notes(text, &*client);
         self.push(Message::User { text }, ui);
@@ -716,6 +727,7 @@ impl Conversation {
         ui: &mut dyn Ui,
     ) -> Result<Vec<(ToolCall, Option<Envelope>)>, TurnEnd> {
         let cut = reply.stop == Stop::Cut;
+        self.last_stop = Some(reply.stop.clone());
         match &reply.stop {
             Stop::Refused(why) => return Err(self.refused(client, why, ui)),
             Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {

@@ -70,24 +70,37 @@ fn live() -> &'static Mutex<Live> {
 }
 
 /// Stops the servers started before, then starts those of `config` (none
-/// when None) all at once, and lists their tools.
-pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
+/// when None) and `more` all at once, and lists their tools. A server of
+/// `more` whose name the file already uses is not started, and says why.
+pub fn start(config: Option<&Path>, more: &[config::ServerConfig]) -> (Vec<McpTool>, Vec<Failed>) {
     stop_all();
-    let Some(path) = config else {
-        return (Vec::new(), Vec::new());
-    };
     let env = Env::from_process();
     let timeout = env
         .var("IKIGAI_MCP_START_TIMEOUT")
         .and_then(|t| parse_timeout(t).ok())
         .unwrap_or(START_TIMEOUT);
-    let configs = match config::load(path, &env) {
-        Ok(configs) => configs,
-        Err(reason) => {
+    let mut configs = match config.map(|path| (path, config::load(path, &env))) {
+        None => Vec::new(),
+        Some((_, Ok(configs))) => configs,
+        Some((path, Err(reason))) => {
             let what = path.display().to_string();
             return (Vec::new(), vec![Failed { what, reason }]);
         }
     };
+    for server in more {
+        if configs.iter().any(|c| c.name == server.name) {
+            configs.push(config::ServerConfig {
+                name: server.name.clone(),
+                transport: Err(
+                    "the MCP configuration file already has a server of this name, \
+                                which is the one started"
+                        .into(),
+                ),
+            });
+        } else {
+            configs.push(server.clone());
+        }
+    }
     let started: Vec<_> = std::thread::scope(|s| {
         let jobs: Vec<_> = configs
             .iter()
