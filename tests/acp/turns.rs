@@ -370,3 +370,59 @@ fn closing_stdin_mid_turn_ends_the_tools_and_the_agent() {
         );
     }
 }
+
+#[test]
+fn the_clients_mcp_servers_join_the_configured_ones() {
+    let home = Home::new();
+    let notes = home.work().join("notes.txt");
+    std::fs::write(&notes, "milk\n").unwrap();
+    let server = openai(vec![
+        calls(&[("mcp__editor__file_read", json!({"file_path": notes}))]),
+        text("It says milk."),
+    ]);
+    let servers = json!([{
+        "name": "editor",
+        "command": crate::common::bin(),
+        "args": ["mcp"],
+        "env": [],
+    }]);
+    let scenario = json!({"steps": [
+        {"op": "initialize"},
+        {"op": "new", "mcpServers": servers},
+        {"op": "prompt", "prompt": say("read it through the editor's server")},
+    ]});
+    let Some(events) = home.drive(&server, &[], scenario) else {
+        return;
+    };
+    assert_eq!(events.stops(), ["end_turn"], "{events:?}");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("mcp__editor__file_read"), "{tools}");
+    let call = events.updates("tool_call");
+    assert_eq!(call[0]["kind"], "other");
+    let done = events.call(call[0]["toolCallId"].as_str().unwrap());
+    let last = done.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert!(last["content"].to_string().contains("milk"), "{last}");
+}
+
+#[test]
+fn slash_commands_answer_without_the_model() {
+    let home = Home::new();
+    let server = openai(vec![text("Hello.")]);
+    let scenario = json!({"steps": [
+        {"op": "initialize"}, {"op": "new"},
+        {"op": "prompt", "prompt": say("hi")},
+        {"op": "prompt", "prompt": say("/cost")},
+        {"op": "prompt", "prompt": say("/context")},
+        {"op": "prompt", "prompt": say("/undo")},
+    ]});
+    let Some(events) = home.drive(&server, &[], scenario) else {
+        return;
+    };
+    assert_eq!(events.stops(), ["end_turn"; 4], "{events:?}");
+    assert_eq!(server.requests().len(), 1);
+    let said = events.said();
+    assert!(said.contains("Input 11 tokens"), "{said}");
+    assert!(said.contains("Nothing to undo."), "{said}");
+    assert!(said.contains("tokens"), "{said}");
+}
