@@ -307,11 +307,16 @@ fn text_content(text: &str) -> Value {
 }
 
 /// A file as it is now, read only when it is a regular file of text
-/// within `DIFF_FILE_MAX` (a FIFO or a device is never opened).
+/// within `DIFF_FILE_MAX` reached without a link (a FIFO or a device is
+/// never opened, and a link the model planted to a secret shows nothing).
 fn snapshot(path: &Path) -> Snapshot {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Snapshot::Absent,
-        Ok(meta) if meta.is_file() && meta.len() <= DIFF_FILE_MAX => {
+    let linked = |p: &Path| std::fs::canonicalize(p).is_ok_and(|real| real != p);
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match path.parent() {
+            Some(dir) if linked(dir) => Snapshot::Unreadable,
+            _ => Snapshot::Absent,
+        },
+        Ok(meta) if meta.is_file() && meta.len() <= DIFF_FILE_MAX && !linked(path) => {
             match std::fs::read(path).map(String::from_utf8) {
                 Ok(Ok(text)) => Snapshot::Text(text),
                 _ => Snapshot::Unreadable,
@@ -512,6 +517,22 @@ mod tests {
             ""
         );
         assert_eq!(diff(p, &Snapshot::Unreadable, &text("x")), None);
+    }
+
+    #[test]
+    fn snapshots_never_follow_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::write(dir.join("secret"), "key").unwrap();
+        std::fs::write(dir.join("plain"), "text").unwrap();
+        std::os::unix::fs::symlink(dir.join("secret"), dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(&dir, dir.join("via")).unwrap();
+        assert_eq!(snapshot(&dir.join("plain")), Snapshot::Text("text".into()));
+        assert_eq!(snapshot(&dir.join("absent")), Snapshot::Absent);
+        assert_eq!(snapshot(&dir.join("link")), Snapshot::Unreadable);
+        assert_eq!(snapshot(&dir.join("via/secret")), Snapshot::Unreadable);
+        assert_eq!(snapshot(&dir.join("via/absent")), Snapshot::Unreadable);
+        assert_eq!(snapshot(&dir), Snapshot::Unreadable);
     }
 
     #[test]
