@@ -1613,6 +1613,144 @@ def bench_mcp_load(t):
     ]
 
 
+
+ACP_ROUNDS = 40
+# The fake model waits this long between its first token and the rest, so
+# the first token is alone on the wire when its time is taken.
+ACP_GAP_S = 0.05
+
+
+class FirstTokenProvider:
+    """OpenAI Chat Completions on 127.0.0.1, streamed with chunked transfer:
+    the headers, then one text token, flushed and its time taken, then after
+    ACP_GAP_S the rest of the reply. `sent` holds each first token's time
+    (perf_counter: the same clock as the ACP client's)."""
+
+    def __init__(self):
+        import http.server
+
+        sent = self.sent = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def chunk(self, data):
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def event(self, body):
+                self.chunk(f"data: {json.dumps(body)}\n\n".encode())
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["content-length"]))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.flush()
+
+                def delta(d, finish=None):
+                    return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+
+                self.event(delta({"content": "First"}))
+                sent.append(time.perf_counter())
+                time.sleep(ACP_GAP_S)
+                self.event(delta({"content": " token, then the rest."}))
+                self.event(delta({}, "stop"))
+                self.event({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 6}})
+                self.chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def bench_acp(t):
+    """`ikigai acp` (decision 88): from the fake model's first token leaving
+    it to the first agent_message_chunk reaching the ACP client on the
+    agent's stdout, prompt after prompt in one session."""
+    need_host()
+    provider = FirstTokenProvider()
+    home = os.path.join(BENCH_DIR, "acp-home")
+    shutil.rmtree(home, ignore_errors=True)
+    work = os.path.join(home, "work")
+    os.makedirs(work)
+    env = host_env(LIBEXEC, empty_dir("tools-none"))
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
+               XDG_CONFIG_HOME=os.path.join(home, "config"),
+               OPENAI_BASE_URL=f"http://127.0.0.1:{provider.port}/v1",
+               OPENAI_API_KEY="bench", OLLAMA_HOST="127.0.0.1:1")
+    for var in ("IKIGAI_PROVIDER", "IKIGAI_MODEL", "IKIGAI_CONFIG", "IKIGAI_APPROVAL"):
+        env.pop(var, None)
+    agent = subprocess.Popen([HOST, "--provider", "openai", "acp"], env=env, cwd=work,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    # Each line with the moment it arrived, taken by a thread that does
+    # nothing else.
+    lines = []
+    arrived = threading.Condition()
+
+    def read():
+        for line in agent.stdout:
+            now = time.perf_counter()
+            with arrived:
+                lines.append((now, json.loads(line)))
+                arrived.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def request(id, method, params):
+        message = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+        agent.stdin.write((json.dumps(message) + "\n").encode())
+        agent.stdin.flush()
+        with arrived:
+            while True:
+                for _, got in lines:
+                    if got.get("id") == id and "method" not in got:
+                        return got
+                if not arrived.wait(timeout=30):
+                    raise Wrong(f"no answer to {method}")
+
+    delays = []
+    try:
+        request(0, "initialize", {"protocolVersion": 1})
+        session = request(1, "session/new", {"cwd": work, "mcpServers": []})["result"]["sessionId"]
+        t.max_load = max(t.max_load, loadavg())
+        for n in range(ACP_ROUNDS):
+            start = len(lines)
+            answer = request(2 + n, "session/prompt", {
+                "sessionId": session, "prompt": [{"type": "text", "text": "Say something."}]})
+            if answer.get("result", {}).get("stopReason") != "end_turn":
+                raise Wrong(f"the prompt answered {str(answer)[:300]}")
+            chunks = [at for at, m in lines[start:]
+                      if m.get("params", {}).get("update", {}).get("sessionUpdate")
+                      == "agent_message_chunk"]
+            if not chunks:
+                raise Wrong("no agent_message_chunk")
+            delays.append(chunks[0] - provider.sent[n])
+        t.max_load = max(t.max_load, loadavg())
+    finally:
+        agent.stdin.close()
+        agent.wait(timeout=30)
+        provider.close()
+        shutil.rmtree(home, ignore_errors=True)
+    median = statistics.median(delays)
+    return [row("acp", "first token at ikigai → first agent_message_chunk at the client "
+                f"(median of {ACP_ROUNDS} prompts; slowest {fmt_time(max(delays))})",
+                ours=fmt_time(median), target="≤ 5 ms", ok=median <= 0.005, ours_s=median)]
+
+
+
+
 BENCHES = {
     "call": (bench_call, ["file-read of a small file"]),
     "sandbox": (bench_sandbox, ["file-read, workspace-write, network off",
@@ -1641,6 +1779,7 @@ BENCHES = {
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
     "capture": (bench_capture, ["host runs `bash` printing 2 GiB"]),
+    "acp": (bench_acp, ["first token to the first agent_message_chunk over ACP"]),
 }
 
 # What each benchmark reads, prepared before any timing starts.

@@ -602,7 +602,7 @@ impl Ui for Events<'_> {
 
 /// Whether a call worked, and its error code when not: the envelope's, or
 /// the tool's own when it answered an error inside a run that worked.
-fn verdict(envelope: &Value) -> (bool, Option<String>) {
+pub(super) fn verdict(envelope: &Value) -> (bool, Option<String>) {
     let code = |e: &Value| e["error_code"].as_str().unwrap_or("ERROR").to_string();
     if envelope["tool_success"] == json!(false) {
         return (false, Some(code(envelope)));

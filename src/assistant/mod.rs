@@ -2,7 +2,8 @@
 //! the system prompt, opens or resumes the session log (showing the last
 //! exchanges of a resumed one), and runs the conversation the way it was
 //! asked for: `-p MESSAGE` once (`headless`), lines from a non-terminal
-//! stdin one by one, or the interactive prompt.
+//! stdin one by one, the interactive prompt, or, as `ikigai acp`, for an
+//! editor over the Agent Client Protocol (`acp`).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use crate::host::settings::Settings;
 use crate::host::signals;
 use crate::tool::Env;
 
+pub mod acp;
 pub mod approval;
 pub mod commands;
 pub mod context;
@@ -190,6 +192,7 @@ pub fn main(
     if project.trusted {
         settings.project_mcp = project.mcp.clone();
     }
+    let acp = matches!(cli.command, Some(crate::host::cli::Subcommand::Acp(_)));
     // Options beat environment variables beat the config file.
     let or_env_or_file = |option: Option<String>, var: &str, file: &Option<String>| {
         option
@@ -273,6 +276,11 @@ pub fn main(
     // terminal shows it live and a call stopped by Ctrl-C keeps it. Set
     // before any thread starts, for every tool this process runs.
     std::env::set_var(crate::tools::bash::PROGRESS_VAR, "stderr");
+    if acp {
+        // The editor's sessions name the workspace: tools start with the
+        // first of them.
+        return acp::run(options, settings);
+    }
     let tools = tool_host::Tools::start(settings);
     run(options, &tools, &mut &tools)
 }

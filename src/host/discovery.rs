@@ -46,7 +46,7 @@ pub fn discover(settings: &Settings) -> Registry {
                 .flatten()
                 .map(PathBuf::as_path)
                 .collect();
-            crate::mcp::client::start_all(&files, &settings.sandbox)
+            crate::mcp::client::start_all(&files, &settings.mcp_servers, &settings.sandbox)
         });
         let mut candidates = Vec::new();
         let mut skipped = Vec::new();

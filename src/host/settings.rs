@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::mcp::client::config::ServerConfig;
 use crate::sandbox::{Fence, Guard, Mode, Support};
 pub use crate::size::parse_size;
 use crate::tool::Env;
@@ -50,6 +51,9 @@ pub struct Settings {
     pub mcp_config: Option<PathBuf>,
     /// A trusted project's `.mcp.json`, whose servers start beside those.
     pub project_mcp: Option<PathBuf>,
+    /// Servers given besides the file's (an editor's, over ACP); a name the
+    /// file already uses is the file's.
+    pub mcp_servers: Vec<ServerConfig>,
 }
 
 /// How tool calls are fenced in and contained.
@@ -362,6 +366,7 @@ impl Settings {
             tool_env: BTreeMap::new(),
             mcp_config,
             project_mcp: None,
+            mcp_servers: Vec::new(),
         }
         .with_kernel_support(Support::detect())
     }

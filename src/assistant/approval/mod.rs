@@ -65,13 +65,27 @@ pub struct Sourced {
     pub from: String,
 }
 
-/// How the person is asked: the terminal, or a script in tests.
+/// How the person is asked: the terminal, an editor over ACP, or a script
+/// in tests.
 pub trait Prompter: Send {
     /// Shows a block of text.
     fn show(&mut self, text: &str);
     /// Shows `question` and returns the line typed, None when there will be
     /// no answer (end of input, or `cancel` was set by Ctrl-C).
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String>;
+    /// Asks `question`, whose answers are `choices`, and returns the key of
+    /// the one chosen (or what was typed, which the caller checks); None as
+    /// for `answer`. A prompter that offers buttons rather than a line
+    /// shows the choices themselves.
+    fn choose(
+        &mut self,
+        question: &str,
+        choices: &[Choice],
+        cancel: &AtomicBool,
+    ) -> Option<String> {
+        let _ = choices;
+        self.answer(question, cancel)
+    }
     /// How to colour what is shown.
     fn paint(&self) -> Paint {
         Paint::for_stream(false)
@@ -89,6 +103,33 @@ pub trait Judge: Send {
     /// The caller's person asked about the call (`Approval::question`).
     fn question(&mut self, tool: &str, arguments: &Value) -> Verdict;
     fn rerun_outside_sandbox(&mut self, tool: &str, why: &str) -> bool;
+/// One answer to a question with fixed answers: what a terminal types
+/// (`key`), what a button says (`label`), and what choosing it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    pub key: &'static str,
+    pub label: String,
+    pub kind: ChoiceKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChoiceKind {
+    /// Run this call.
+    AllowOnce,
+    /// Run it, and calls like it for the rest of the session.
+    AllowAlways,
+    /// Do not run it.
+    RejectOnce,
+}
+
+impl Choice {
+    fn new(key: &'static str, label: impl Into<String>, kind: ChoiceKind) -> Choice {
+        Choice {
+            key,
+            label: label.into(),
+            kind,
+        }
+    }
 }
 
 /// What becomes of one call.
@@ -287,8 +328,17 @@ impl Approval {
         let listed = visible(&listed).into_owned();
         let question =
             format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
+        let choices = [
+            Choice::new("y", "Allow once", ChoiceKind::AllowOnce),
+            Choice::new(
+                "a",
+                format!("Allow {listed} for this session"),
+                ChoiceKind::AllowAlways,
+            ),
+            Choice::new("n", "Reject", ChoiceKind::RejectOnce),
+        ];
         loop {
-            let Some(line) = prompter.answer(&question, cancel) else {
+            let Some(line) = prompter.choose(&question, &choices, cancel) else {
                 return Verdict::Refuse(
                     "The user did not answer (interrupted); the call was not run".into(),
                 );
@@ -337,7 +387,19 @@ impl Approval {
             "{who}{tool} failed inside the sandbox: {}",
             visible(why)
         ));
-        let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);
+        let choices = [
+            Choice::new(
+                "y",
+                "Run it again outside the sandbox",
+                ChoiceKind::AllowOnce,
+            ),
+            Choice::new("n", "Leave it failed", ChoiceKind::RejectOnce),
+        ];
+        let answer = prompter.choose(
+            "Run it again outside the sandbox? y / n: ",
+            &choices,
+            cancel,
+        );
         matches!(
             answer.as_deref().map(str::trim),
             Some("y" | "Y" | "yes" | "Yes")

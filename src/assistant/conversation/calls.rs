@@ -179,6 +179,7 @@ impl Conversation {
             let (tx, rx) = mpsc::channel();
             for &index in indices {
                 let (call, arguments) = (&calls[index], &arguments[index]);
+                ui.tool_started(call);
                 let tx = tx.clone();
                 let launch = (call.name == crate::host::own::TASK).then(|| launches.remove(0));
                 let gate = &gate;

@@ -147,6 +147,9 @@ pub struct Conversation {
     only_tools: Option<Vec<String>>,
     /// The last reply stopped at the output limit.
     cut: bool,
+    /// How the model's last reply of the last message ended (None before
+    /// the first reply), for a front end that names why a turn stopped.
+    last_stop: Option<Stop>,
 }
 
 impl Conversation {
@@ -186,6 +189,7 @@ impl Conversation {
             team: Some(Team::default()),
             only_tools: None,
             cut: false,
+            last_stop: None,
         }
     }
 
@@ -312,6 +316,12 @@ impl Conversation {
         Some(report)
     }
 
+    /// How the last reply of the last message ended: cut at the output
+    /// limit, refused, or complete (None when no reply came).
+    pub fn last_stop(&self) -> Option<&Stop> {
+        self.last_stop.as_ref()
+    }
+
     /// The session's id, once its file exists.
     pub fn session_id(&self) -> Option<&str> {
         self.log.session_id()
@@ -354,6 +364,7 @@ impl Conversation {
             Err(why) => return self.blocked(&format!("Your message was not sent: {why}"), ui),
         };
         self.latest = Some(text.to_string());
+        self.last_stop = None;
         self.undo.next_message();
         let text = self.with_notes(&text, &*client);
         self.push(Message::User { text }, ui);
@@ -804,6 +815,7 @@ impl Conversation {
     ) -> Result<Vec<(ToolCall, Option<Envelope>)>, TurnEnd> {
         let cut = reply.stop == Stop::Cut;
         self.cut = cut;
+        self.last_stop = Some(reply.stop.clone());
         match &reply.stop {
             Stop::Refused(why) => return Err(self.refused(client, why, ui)),
             Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {

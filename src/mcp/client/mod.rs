@@ -80,10 +80,15 @@ fn live() -> &'static Mutex<Live> {
 }
 
 /// Stops the servers started before, then starts those of every file in
-/// `paths` (the person's, then a trusted project's `.mcp.json`) all at once,
-/// fenced as `sandbox` says, and lists their tools; a server whose name an
-/// earlier file took is reported, not started.
-pub fn start_all(paths: &[&Path], sandbox: &SandboxSettings) -> (Vec<McpTool>, Vec<Failed>) {
+/// `paths` (the person's, then a trusted project's `.mcp.json`) and `more`
+/// (an editor's, over ACP) all at once, fenced as `sandbox` says, and lists
+/// their tools; a server whose name an earlier one took is reported, not
+/// started.
+pub fn start_all(
+    paths: &[&Path],
+    more: &[config::ServerConfig],
+    sandbox: &SandboxSettings,
+) -> (Vec<McpTool>, Vec<Failed>) {
     stop_all();
     let env = Env::from_process();
     let timeout = env
@@ -114,6 +119,18 @@ pub fn start_all(paths: &[&Path], sandbox: &SandboxSettings) -> (Vec<McpTool>, V
                 what: path.display().to_string(),
                 reason,
             }),
+        }
+    }
+    for server in more {
+        if configs.iter().any(|c| c.name == server.name) {
+            failed.push(Failed {
+                reason: "not started: the MCP configuration file already has a server of \
+                         this name, which is the one started"
+                    .into(),
+                what: server.name.clone(),
+            });
+        } else {
+            configs.push(server.clone());
         }
     }
     let started: Vec<_> = std::thread::scope(|s| {
