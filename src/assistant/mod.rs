@@ -13,7 +13,6 @@ use std::sync::Arc;
 use self::approval::rules::Rule;
 use self::approval::{Approval, Mode, Prompter, Sourced, TerminalPrompter};
 use self::context::{Context, Setup};
-use self::conversation::{Conversation, ToolHost};
 use self::hooks::Hooks;
 use self::conversation::{Agent, Conversation, Team, ToolHost};
 use self::render::Paint;

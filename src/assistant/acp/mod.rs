@@ -418,6 +418,9 @@ fn mcp_servers(list: &Value) -> Result<Vec<ServerConfig>, String> {
                     ))?,
                 env: pairs(&item["env"], "env")?.into_iter().collect(),
                 cwd: None,
+                // The editor's servers are fenced as the configured ones are.
+                fenced: true,
+                add_dirs: Vec::new(),
             },
             Some(other) => {
                 return Err(format!(

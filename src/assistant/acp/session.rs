@@ -160,6 +160,17 @@ fn serve(
             .map(PathBuf::from)
             .or_else(|| env.home().map(|h| h.join(".ikigai").join("context"))),
         stated: history.as_ref().and_then(|_| session.environment()),
+        git: options.git.clone(),
+        // The project the agent started in keeps the trust it was given;
+        // another session's project is trusted only as `--trust` says.
+        places: options.places.as_ref().map(|started| {
+            let project = crate::assistant::custom::project_root(&shared.cwd);
+            crate::assistant::custom::Places {
+                trusted: started.trusted && started.project == project,
+                project,
+                ..started.clone()
+            }
+        }),
     };
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {
@@ -286,6 +297,8 @@ fn turn(
         TurnEnd::Answered => Ok("end_turn"),
         TurnEnd::RoundLimit => Ok("max_turn_requests"),
         TurnEnd::Cancelled => Ok("cancelled"),
+        // A hook blocked the prompt or stopped the turn.
+        TurnEnd::Blocked => Ok("refusal"),
         TurnEnd::Failed if matches!(stop, Some(Stop::Refused(_))) => Ok("refusal"),
         TurnEnd::Failed if stop == Some(&Stop::Cut) => Ok("max_tokens"),
         TurnEnd::Failed | TurnEnd::NotConfigured => {

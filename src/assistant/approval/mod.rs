@@ -103,6 +103,8 @@ pub trait Judge: Send {
     /// The caller's person asked about the call (`Approval::question`).
     fn question(&mut self, tool: &str, arguments: &Value) -> Verdict;
     fn rerun_outside_sandbox(&mut self, tool: &str, why: &str) -> bool;
+}
+
 /// One answer to a question with fixed answers: what a terminal types
 /// (`key`), what a button says (`label`), and what choosing it does.
 #[derive(Clone, Debug, PartialEq, Eq)]

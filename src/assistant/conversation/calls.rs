@@ -164,7 +164,13 @@ impl Conversation {
                 }
                 Err(envelope) => {
                     let outcome = CallOutcome::new(*envelope, vec![]);
-                    envelopes[index] = Some(self.finish_call(&calls[index], outcome, ui));
+                    envelopes[index] = Some(self.finish_call(
+                        &calls[index],
+                        &arguments[index],
+                        outcome,
+                        false,
+                        ui,
+                    ));
                 }
             }
         }
@@ -262,12 +268,12 @@ impl Conversation {
         ui.tool_call(&call);
         self.approval.unsandboxed = host.unsandboxed();
         let read_only = host.read_only(name);
-        let outcome = match self
-            .approval
-            .check(name, &call.arguments, read_only, cancel)
-        {
-            Verdict::Run => host.call(name, &call.arguments, Some(cancel)),
-            Verdict::Refuse(why) => CallOutcome::new(Envelope::denied(why), vec![]),
+        // The rules, the PreToolUse hooks and the person, as for the
+        // model's calls; what runs is what the hooks let through.
+        let mut arguments = call.arguments.clone();
+        let outcome = match self.approve(&call, &mut arguments, read_only, cancel, ui) {
+            None => host.call(name, &arguments, Some(cancel)),
+            Some(why) => CallOutcome::new(Envelope::denied(why), vec![]),
         };
         ui.tool_outcome(&call, &outcome);
         outcome

@@ -546,6 +546,14 @@ impl Launch {
                 Failure::Cancelled,
                 format!("{who} was stopped: the user interrupted"),
             ),
+            TurnEnd::Blocked => failed(
+                Failure::Tool("SUBAGENT_FAILED".into()),
+                format!(
+                    "{who} was stopped by a hook: {}",
+                    ui.error
+                        .unwrap_or_else(|| "a hook ended its turn".into())
+                ),
+            ),
             TurnEnd::Failed | TurnEnd::NotConfigured => failed(
                 Failure::Tool("SUBAGENT_FAILED".into()),
                 format!(
