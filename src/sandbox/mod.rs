@@ -464,12 +464,12 @@ mod tests {
             root: false,
             ..full
         };
-        let report = user.report(&[], &guard, &limits::Limits::default());
+        let as_user = user.report(&[], &guard, &limits::Limits::default());
         assert!(
-            report.contains("at once: 2048 (limits.processes)"),
-            "{report}"
+            as_user.contains("at once: 2048 (limits.processes)"),
+            "{as_user}"
         );
-        assert!(report.contains("4 GiB (limits.file_size)"), "{report}");
+        assert!(as_user.contains("4 GiB (limits.file_size)"), "{as_user}");
         assert!(report.contains("ABI version 7") && report.contains("under /w"));
         assert!(report.contains("/h/.aws") && report.contains("/run/agent.sock"));
         assert!(report.contains("every capability is dropped"), "{report}");

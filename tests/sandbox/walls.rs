@@ -296,3 +296,38 @@ fn a_fork_bomb_meets_the_process_limit() {
         assert!(text.contains("survived"), "{who:?}: {out:?}");
     }
 }
+
+#[test]
+fn every_config_error_names_the_file() {
+    let Some(&who) = users().first() else {
+        return;
+    };
+    let p = Place::new(who);
+    let config = p.home.join(".config/ikigai/config.toml");
+    for (text, says) in [
+        (
+            "add_dirs = [\"/tmp{\"]\n",
+            "line 1, key 'add_dirs': cannot use directory '/tmp{'",
+        ),
+        (
+            "[limits]\nmemory = \"8T\"\n",
+            "line 2, key 'limits.memory': invalid size '8T'",
+        ),
+        (
+            "[limits]\nprocesses = -1\n",
+            "line 2, key 'limits.processes'",
+        ),
+        (
+            "deny_read = [\"relative\"]\n",
+            "key 'deny_read': 'relative' is not an absolute path",
+        ),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let mut cmd = p.command(&p.tools.join("ikigai"));
+        cmd.args(["--sandbox", "workspace-write", "tools"]);
+        let out = output(cmd);
+        assert_eq!(out.code, 2, "{text}: {out:?}");
+        let want = format!("{}, {says}", config.display());
+        assert!(out.stderr.contains(&want), "{text}: {}", out.stderr);
+    }
+}
