@@ -580,6 +580,41 @@ mod tests {
     }
 
     #[test]
+    fn another_owners_directory_is_refused() {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: only root can give a directory to another user");
+            return;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let theirs = root.path().join("ikigai/sessions");
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let e = Dir::own(&theirs).unwrap_err().to_string();
+        assert!(e.contains("sessions belongs to user 65534"), "{e}");
+    }
+
+    #[test]
+    fn a_link_swapped_in_after_the_walk_is_never_crossed() {
+        let root = tempfile::tempdir().unwrap();
+        let w = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(w.join("out")).unwrap();
+        std::fs::create_dir_all(w.join("elsewhere")).unwrap();
+        let walk = Beneath::walk(&w, &w.join("out/answer.txt")).unwrap();
+        // A tool renames the directory away and puts a link in its place
+        // between the host's walk and its write.
+        std::fs::rename(w.join("out"), w.join("moved")).unwrap();
+        symlink(w.join("elsewhere"), w.join("out")).unwrap();
+        walk.open_write().unwrap().write_all(b"answer").unwrap();
+        assert_eq!(std::fs::read_dir(w.join("elsewhere")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_to_string(w.join("moved/answer.txt")).unwrap(),
+            "answer"
+        );
+    }
+
+    #[test]
     fn a_walk_crosses_no_link_and_knows_each_directory() {
         let root = tempfile::tempdir().unwrap();
         let w = root.path().canonicalize().unwrap();
