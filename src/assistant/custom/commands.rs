@@ -322,7 +322,7 @@ mod tests {
         let body = "Fix issue $1 in $2 ($ARGUMENTS); $3 is empty; $ stays, $0 stays, $HOME stays";
         assert_eq!(
             with_arguments(body, r#"42 "src/a b.rs""#),
-            r#"Fix issue 42 in src/a b.rs (42 "src/a b.rs"); is empty; $ stays, $0 stays, $HOME stays"#
+            r#"Fix issue 42 in src/a b.rs (42 "src/a b.rs");  is empty; $ stays, $0 stays, $HOME stays"#
         );
         assert_eq!(
             with_arguments("Review it.\n", "carefully"),
