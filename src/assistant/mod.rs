@@ -352,31 +352,15 @@ pub fn run(mut options: Options, host: &dyn ToolHost, commands: &mut dyn Command
         _ => None,
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let setup = Setup {
-        cwd: cwd.clone(),
-        shell: env.var("SHELL").map(str::to_string),
-        sandbox: options.sandbox.clone(),
-        approval: approval_words(mode),
-        model: match &choice.client {
-            Ok(c) => format!("{} {}", c.provider(), c.model()),
-            Err(_) => "none configured".into(),
-        },
-        personal: env
-            .config_dir()
-            .map(|d| d.join(context::instructions::FILE)),
-        instructions_max_bytes: options
-            .instructions_max_bytes
-            .unwrap_or(context::instructions::DEFAULT_MAX_BYTES),
-        modules: env
-            .var("IKIGAI_CONTEXT_DIR")
-            .map(PathBuf::from)
-            .or_else(|| env.home().map(|h| h.join(".ikigai").join("context"))),
-        stated: resumed
+    let setup = options.setup(
+        &env,
+        &cwd,
+        mode,
+        &choice.client,
+        resumed
             .as_ref()
             .and_then(|(session, _)| session.environment()),
-        git: options.git.clone(),
-        places: options.places.clone(),
-    };
+    );
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {
         eprintln!("{}", style.dim_yellow(&format!("warning: {warning}")));
@@ -594,6 +578,44 @@ fn sandbox_words(sandbox: &crate::host::settings::SandboxSettings) -> String {
 }
 
 /// The approval mode as the environment block states it.
+impl Options {
+    /// What the system prompt is built from, for a conversation in `cwd`
+    /// with `client`, in approval `mode`; `stated` is the environment a
+    /// resumed session's prompt stated.
+    pub fn setup(
+        &self,
+        env: &Env,
+        cwd: &Path,
+        mode: Mode,
+        client: &Result<Arc<dyn self::model::ModelClient>, String>,
+        stated: Option<context::environment::Environment>,
+    ) -> Setup {
+        Setup {
+            cwd: cwd.to_path_buf(),
+            shell: env.var("SHELL").map(str::to_string),
+            sandbox: self.sandbox.clone(),
+            approval: approval_words(mode),
+            model: match client {
+                Ok(c) => format!("{} {}", c.provider(), c.model()),
+                Err(_) => "none configured".into(),
+            },
+            personal: env
+                .config_dir()
+                .map(|d| d.join(context::instructions::FILE)),
+            instructions_max_bytes: self
+                .instructions_max_bytes
+                .unwrap_or(context::instructions::DEFAULT_MAX_BYTES),
+            modules: env
+                .var("IKIGAI_CONTEXT_DIR")
+                .map(PathBuf::from)
+                .or_else(|| env.home().map(|h| h.join(".ikigai").join("context"))),
+            stated,
+            git: self.git.clone(),
+            places: self.places.clone(),
+        }
+    }
+}
+
 fn approval_words(mode: Mode) -> String {
     match mode {
         Mode::Ask => "ask: calls that may change something wait for the user's yes; read-only \

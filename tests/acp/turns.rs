@@ -426,3 +426,39 @@ fn slash_commands_answer_without_the_model() {
     assert!(said.contains("Nothing to undo."), "{said}");
     assert!(said.contains("tokens"), "{said}");
 }
+
+#[test]
+fn custom_commands_are_offered_and_run() {
+    let home = Home::new();
+    let commands = home.path().join("config/ikigai/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("greet.md"),
+        "---\ndescription: Greet someone by name\nargument-hint: <name>\n---\nSay hello to $1 warmly.\n",
+    )
+    .unwrap();
+    let server = openai(vec![text("Hello, Ada!")]);
+    let scenario = json!({"steps": [
+        {"op": "initialize"}, {"op": "new"},
+        {"op": "prompt", "prompt": say("/greet Ada")},
+    ]});
+    let Some(events) = home.drive(&server, &[], scenario) else {
+        return;
+    };
+    assert_eq!(events.stops(), ["end_turn"], "{events:?}");
+    let offered = events.updates("available_commands_update");
+    let greet = offered[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "greet")
+        .cloned()
+        .unwrap_or_else(|| panic!("no greet in {offered:?}"));
+    assert_eq!(greet["description"], "Greet someone by name");
+    assert_eq!(greet["input"]["hint"], "<name>");
+    let sent = user_texts(&server);
+    assert!(
+        sent.iter().any(|t| t.contains("Say hello to Ada warmly.")),
+        "{sent:?}"
+    );
+}

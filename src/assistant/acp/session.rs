@@ -14,12 +14,12 @@ use std::thread::JoinHandle;
 use serde_json::{json, Value};
 
 use super::super::approval::{Approval, Mode, Prompter};
-use super::super::context::{self, Context, Setup};
+use super::super::context::{self, Context};
 use super::super::conversation::{Conversation, TurnEnd};
 use super::super::model::{Message, ModelClient, Stop};
 use super::super::session::Session;
 use super::super::tool_host::Tools;
-use super::super::{approval_words, cost, for_model, Options};
+use super::super::{cost, for_model, Options};
 use super::permission::EditorPrompter;
 use super::updates::{self, EditorUi};
 use super::wire::Wire;
@@ -140,38 +140,23 @@ fn serve(
     let options = &shared.options;
     let id = session.id().to_string();
     let mode = options.policy.approval.unwrap_or(Mode::Ask);
-    let setup = Setup {
-        cwd: shared.cwd.clone(),
-        shell: env.var("SHELL").map(str::to_string),
-        sandbox: options.sandbox.clone(),
-        approval: approval_words(mode),
-        model: match &shared.client {
-            Ok(c) => format!("{} {}", c.provider(), c.model()),
-            Err(_) => "none configured".into(),
-        },
-        personal: env
-            .config_dir()
-            .map(|d| d.join(context::instructions::FILE)),
-        instructions_max_bytes: options
-            .instructions_max_bytes
-            .unwrap_or(context::instructions::DEFAULT_MAX_BYTES),
-        modules: env
-            .var("IKIGAI_CONTEXT_DIR")
-            .map(PathBuf::from)
-            .or_else(|| env.home().map(|h| h.join(".ikigai").join("context"))),
-        stated: history.as_ref().and_then(|_| session.environment()),
-        git: options.git.clone(),
-        // The project the agent started in keeps the trust it was given;
-        // another session's project is trusted only as `--trust` says.
-        places: options.places.as_ref().map(|started| {
-            let project = crate::assistant::custom::project_root(&shared.cwd);
-            crate::assistant::custom::Places {
-                trusted: started.trusted && started.project == project,
-                project,
-                ..started.clone()
-            }
-        }),
-    };
+    let mut setup = options.setup(
+        &env,
+        &shared.cwd,
+        mode,
+        &shared.client,
+        history.as_ref().and_then(|_| session.environment()),
+    );
+    // The project the agent started in keeps the trust it was given;
+    // another session's project is trusted only as `--trust` says.
+    setup.places = options.places.as_ref().map(|started| {
+        let project = crate::assistant::custom::project_root(&shared.cwd);
+        crate::assistant::custom::Places {
+            trusted: started.trusted && started.project == project,
+            project,
+            ..started.clone()
+        }
+    });
     let (context, warnings) = Context::build(&setup);
     for warning in &warnings {
         eprintln!("ikigai acp: warning: {warning}");
@@ -221,10 +206,19 @@ fn serve(
     } else {
         shared.wire.result(&reply_to, json!({"sessionId": id}));
     }
-    let commands: Vec<Value> = COMMANDS
+    // The built-in commands, then the person's and a trusted project's
+    // own (decision 84), with their argument hints.
+    let mut commands: Vec<Value> = COMMANDS
         .iter()
         .map(|(name, description)| json!({"name": name, "description": description}))
         .collect();
+    for (name, description, hint) in conversation.context().commands.menu() {
+        let mut command = json!({"name": name, "description": description});
+        if !hint.is_empty() {
+            command["input"] = json!({"hint": hint});
+        }
+        commands.push(command);
+    }
     ui.update(json!({
         "sessionUpdate": "available_commands_update",
         "availableCommands": commands,
@@ -283,7 +277,9 @@ fn turn(
             }
             conversation.send(&request, host, ui, cancel)
         }
-        _ => conversation.send(&text, host, ui, cancel),
+        // A custom command's line runs that command; any other text goes
+        // to the model as written.
+        _ => crate::assistant::custom::run::send(&text, conversation, host, ui, cancel),
     };
     if cancel.load(Ordering::SeqCst) {
         // A cancelled turn ends `cancelled`, whatever it was doing, never
