@@ -977,6 +977,7 @@ def mcp_python():
 
 
 TRAFILATURA = "trafilatura==2.3.1"
+LXML_CLEAN = "lxml_html_clean==0.4.6"
 
 
 def trafilatura_python():
@@ -988,11 +989,14 @@ def trafilatura_python():
     if not os.path.exists(python):
         log("creating the trafilatura venv")
         run([sys.executable, "-m", "venv", venv])
-    probe = "import trafilatura, importlib.metadata as m; print(m.version('trafilatura'))"
+    probe = ("import trafilatura, lxml_html_clean, importlib.metadata as m; "
+             "print(m.version('trafilatura'))")
     p = run([python, "-c", probe], check=False)
     if p.returncode != 0 or p.stdout.decode().strip() != TRAFILATURA.split("==")[1]:
         log(f"installing {TRAFILATURA}")
-        run([python, "-m", "pip", "install", "--quiet", TRAFILATURA])
+        # lxml no longer carries the cleaner that trafilatura's justext
+        # imports, and trafilatura does not ask for it.
+        run([python, "-m", "pip", "install", "--quiet", TRAFILATURA, LXML_CLEAN])
     return python
 
 
