@@ -18,10 +18,22 @@ Words are lowercase runs of letters and digits. Link and image destinations
 are removed from the markdown before words are counted (a URL is not
 article text) but counted in tokens (the model pays for them).
 
-Standalone: measure.py WEB_FETCH PEERS PYTHON -> prints JSON rows.
+Beside these, each answer is scored as the article-extraction benchmarks
+score extractors (ScrapingHub's article-extraction-benchmark, trafilatura's
+own evaluation): the answer is made plain text (markdown's marks, images and
+link destinations removed), split into tokens (lowercase runs of letters and
+digits; each Chinese, Japanese or Korean character a token of its own, since
+those scripts do not separate words), and its 4-token shingles are compared
+with the reference's: shingle precision, recall and F1 per page, averaged
+over pages by the caller. trafilatura (its own venv; `extract` with its
+defaults but comments left out, as its evaluation runs it) is scored the
+same way.
+
+Standalone: measure.py WEB_FETCH PEERS PYTHON [TRAFILATURA_PYTHON] -> prints rows.
 """
 
 import collections
+import hashlib
 import json
 import os
 import re
@@ -46,6 +58,48 @@ for path in sys.argv[1:]:
         out[path] = extract_content_from_html(f.read())
 json.dump(out, sys.stdout)
 """
+
+
+TRAFILATURA_SNIPPET = r"""
+import json, sys
+import trafilatura
+out = {}
+for path, url in zip(sys.argv[1::2], sys.argv[2::2]):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        html = f.read()
+    out[path] = trafilatura.extract(html, url=url, output_format="markdown",
+                                    include_comments=False) or ""
+json.dump(out, sys.stdout)
+"""
+
+# Scripts written without spaces between words: each character a token.
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+TOKEN = re.compile(f"[{CJK}]|[^\\W{CJK}]+", re.UNICODE)
+IMAGE = re.compile(r"!\[([^\]]*)\]\((?:<[^>]*>|[^)\s]*)\)")
+LINK = re.compile(r"\[([^\]]*)\]\((?:<[^>]*>|[^)\s]*)\)")
+
+
+def plain(markdown):
+    """The plain text of an answer: images gone (their alt text is not the
+    article's), links their text; the rest of markdown's marks are not
+    letters or digits, so tokens never see them."""
+    return LINK.sub(r"\1", IMAGE.sub(" ", markdown))
+
+
+def shingles(text, n=4):
+    tokens = [t.lower() for t in TOKEN.findall(plain(text))]
+    if len(tokens) < n:
+        return collections.Counter([tuple(tokens)] if tokens else [])
+    return collections.Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def shingle_scores(expected, answer):
+    want, got = shingles(expected), shingles(answer)
+    common = sum((want & got).values())
+    precision = common / max(1, sum(got.values()))
+    recall = common / max(1, sum(want.values()))
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 def pages():
@@ -180,6 +234,15 @@ def mcp(python, names):
     return {n: got[path] for n, path in zip(names, paths)}
 
 
+def trafilatura(python, names):
+    args = []
+    for n in names:
+        args += [os.path.join(PAGES, n, "page.html"), manifest()[n]["url"]]
+    p = subprocess.run([python, "-c", TRAFILATURA_SNIPPET, *args], capture_output=True, check=True)
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    return {n: got[os.path.join(PAGES, n, "page.html")] for n in names}
+
+
 def tokens(peers, texts):
     with tempfile.TemporaryDirectory() as tmp:
         files = []
@@ -192,18 +255,53 @@ def tokens(peers, texts):
         return [int(n) for n in p.stdout.split()]
 
 
-def measure(web_fetch, peers, python, keep_dir=None):
+def cached(cache_dir, who, names, convert):
+    """The peers' answers, kept under cache_dir by the page's hash: a peer
+    takes minutes for the corpus (MCP fetch starts node for every page) and
+    gives the same answer for the same page and version."""
+    if not cache_dir:
+        return convert(names)
+    out, missing = {}, []
+    for n in names:
+        with open(os.path.join(PAGES, n, "page.html"), "rb") as f:
+            key = hashlib.sha256(f.read() + manifest()[n]["url"].encode()).hexdigest()
+        path = os.path.join(cache_dir, who, key + ".md")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                out[n] = f.read()
+        else:
+            missing.append((n, path))
+    if missing:
+        got = convert([n for n, _ in missing])
+        os.makedirs(os.path.join(cache_dir, who), exist_ok=True)
+        for n, path in missing:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(got[n])
+            out[n] = got[n]
+    return out
+
+
+def measure(web_fetch, peers, python, trafilatura_python=None, keep_dir=None, cache_dir=None):
+    """cache_dir: where the peers' answers are kept (one directory per peer
+    and version, which the caller names)."""
     names = pages()
-    answers = {"ours": ours(web_fetch, names), "mcp": mcp(python, names)}
+    answers = {"ours": ours(web_fetch, names),
+               "mcp": cached(cache_dir, "mcp", names, lambda ns: mcp(python, ns))}
+    if trafilatura_python:
+        answers["trafilatura"] = cached(cache_dir, "trafilatura", names,
+                                        lambda ns: trafilatura(trafilatura_python, ns))
     rows = []
     for name in names:
         with open(os.path.join(PAGES, name, "expected.txt"), encoding="utf-8") as f:
             expected = f.read()
-        counts = tokens(peers, [answers["ours"][name], answers["mcp"][name]])
-        row = {"page": name, "expected_words": sum(words(expected).values())}
-        for who, n in zip(["ours", "mcp"], counts):
+        who_all = list(answers)
+        counts = tokens(peers, [answers[who][name] for who in who_all])
+        row = {"page": name, "expected_words": sum(words(expected).values()),
+               "reference": manifest()[name].get("reference", "readability")}
+        for who, n in zip(who_all, counts):
             s = scores(expected, answers[who][name])
-            row[who] = dict(s, tokens=n, raw_html=raw_html(answers[who][name]))
+            row[who] = dict(s, tokens=n, raw_html=raw_html(answers[who][name]),
+                            shingles=shingle_scores(expected, answers[who][name]))
         rows.append(row)
         if keep_dir:
             os.makedirs(keep_dir, exist_ok=True)
@@ -214,9 +312,13 @@ def measure(web_fetch, peers, python, keep_dir=None):
 
 
 if __name__ == "__main__":
-    keep = sys.argv[4] if len(sys.argv) > 4 else None
-    for r in measure(sys.argv[1], sys.argv[2], sys.argv[3], keep):
+    traf = sys.argv[4] if len(sys.argv) > 4 else None
+    keep = sys.argv[5] if len(sys.argv) > 5 else None
+    for r in measure(sys.argv[1], sys.argv[2], sys.argv[3], traf, keep):
         o, m = r["ours"], r["mcp"]
-        print(f"{r['page']:22} recall {o['recall']:.3f} / {m['recall']:.3f}  "
+        t = r.get("trafilatura", {}).get("shingles", {}).get("f1", float("nan"))
+        print(f"{r['page']:24} {r['reference'][:4]} recall {o['recall']:.3f} / {m['recall']:.3f}  "
               f"precision {o['precision']:.3f} / {m['precision']:.3f}  "
-              f"tokens {o['tokens']:6} / {m['tokens']:6} = {o['tokens'] / max(1, m['tokens']):.2f}")
+              f"tokens {o['tokens']:6} / {m['tokens']:6} = {o['tokens'] / max(1, m['tokens']):.2f}  "
+              f"shingle F1 {o['shingles']['f1']:.3f} / {m['shingles']['f1']:.3f} / {t:.3f} "
+              f"(P {o['shingles']['precision']:.3f} R {o['shingles']['recall']:.3f})")

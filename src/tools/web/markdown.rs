@@ -36,15 +36,13 @@ use std::borrow::Cow;
 use memchr::memmem;
 
 use super::survey::Survey;
-use super::tags::{closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag};
+use super::tags::{
+    closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag, MAX_DEPTH,
+};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, StartTag, Token, Tokenizer};
 use super::url::{resolve, scheme_of};
 use super::writer::{destination, longest_run, Writer};
-
-/// Elements nested deeper than this are flattened: their start and end
-/// tags are ignored and their text joins the element around them.
-pub const MAX_DEPTH: usize = 512;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct Page {
@@ -640,7 +638,11 @@ impl<'a> Converter<'a> {
             Kind::Media { label, url } => {
                 if let Some(url) = url {
                     let link = format!("[{}]({})", escape_label(&label), destination(&url));
+                    // A word of its own: two embeds (a frameset's frames)
+                    // never run together.
+                    self.writer().space();
                     self.writer().word(&link);
+                    self.writer().space();
                 }
             }
         }
@@ -677,7 +679,11 @@ impl<'a> Converter<'a> {
                         .filter(|t| !t.is_empty())
                         .unwrap_or_else(|| media_label(tag).to_string());
                     let link = format!("[{}]({})", escape_label(&label), destination(&url));
+                    // A word of its own: two embeds (a frameset's frames)
+                    // never run together.
+                    self.writer().space();
                     self.writer().word(&link);
+                    self.writer().space();
                 }
             }
             _ => {}
@@ -983,6 +989,8 @@ fn one_line(cell: &str) -> String {
     collapse_spaces(&cell.replace("\\\n", " ")).replace('|', "\\|")
 }
 
+#[cfg(test)]
+mod article_tests;
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]

@@ -1,14 +1,17 @@
-//! Where the article is on a page that does not say (no `<main>`, no
-//! `role="main"`, not exactly one `<article>`), and what inside it is not
-//! article: the rules of Readability, Mozilla's reader view, which is what
-//! MCP fetch and most readers keep of a page, worked on the first pass's
-//! running counts instead of a tree (decision 107 in docs/decisions.md,
-//! the rules in docs/web-fetch.md).
+//! Where the article is, inside the element that marks the main content
+//! (`<main>`, `role="main"`, a single `<article>`) or in the whole page
+//! when none does, and what inside it is not article: the rules of
+//! Readability, Mozilla's reader view, which is what MCP fetch and most
+//! readers keep of a page, with the boxes readers also leave out, worked
+//! on the first pass's running counts instead of a tree (decisions 90 and
+//! 107 in docs/decisions.md, the rules in docs/web-fetch.md).
 //!
 //! - Elements whose class or id name a box (`comment`, `sidebar`,
 //!   `related`, `footer`, `share`, ...: `UNLIKELY`, unless they also name
-//!   content: `MAYBE`) or whose role is a menu, navigation or dialog are
-//!   not scored and not kept.
+//!   content: `MAYBE`) or whose role is a menu, navigation or dialog,
+//!   `<nav>`, `<footer>`, `<aside>`, and author boxes, bylines, newsletter
+//!   and "read more" blocks whatever else they name (`OUR_BOXES`), are not
+//!   scored and not kept.
 //! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, and a `div`
 //!   with no block inside) of 25 bytes of text or more scores `1 + its
 //!   commas + one per 100 bytes (at most 3)`, given to its parent whole,
@@ -33,8 +36,9 @@
 //!   never a block holding most of the article's text outside links (the
 //!   blocks inside it are looked at instead).
 //!
-//! An article shorter than `MIN_ARTICLE` bytes is not trusted: the page
-//! is then kept whole, as before.
+//! An article shorter than `MIN_ARTICLE` bytes is kept only when it
+//! clearly wins (`Article::clear`, and `survey` checks its share of the
+//! scored text); commas and full stops are those of every script.
 
 use std::sync::LazyLock;
 
@@ -56,6 +60,16 @@ static UNLIKELY: LazyLock<Regex> = LazyLock::new(|| {
          footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|\
          skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|\
          yom-remote",
+    )
+});
+/// Boxes Readability keeps but a reader does not want: author boxes,
+/// newsletter sign-ups, "read more" and recommendation blocks, bylines.
+/// A class naming content does not save them.
+static OUR_BOXES: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        "(?i)author-?(bio|box|card|info|profile)|about-the-author|byline|newsletter|subscribe|\
+         signup|sign-up|read-?more|more-stories|recirc|recommend|outbrain|taboola|respond|\
+         reply-?form|up-?next",
     )
 });
 static MAYBE: LazyLock<Regex> =
@@ -98,9 +112,19 @@ fn names_match(attrs: &str, pattern: &Regex) -> bool {
 }
 
 /// Is the element a box that is never the article (see the module)?
-pub fn is_unlikely(tag: Tag, attrs: &str) -> bool {
+/// `name`: its name, for the elements HTML itself names boxes.
+pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
+    if tag == Tag::Nav
+        || (tag == Tag::Block
+            && (name.eq_ignore_ascii_case("footer") || name.eq_ignore_ascii_case("aside")))
+    {
+        return true;
+    }
     if attrs.is_empty() || matches!(tag, Tag::Body | Tag::Html | Tag::A) {
         return false;
+    }
+    if names_match(attrs, &OUR_BOXES) {
+        return true;
     }
     if attr(attrs, "role").is_some_and(|r| {
         let r = r.trim();
@@ -167,6 +191,45 @@ pub fn is_paragraph(tag: Tag, name: &str, block_inside: bool) -> bool {
         }
         _ => false,
     }
+}
+
+/// The commas of every script in `text`, as Readability counts them
+/// (the Latin, Arabic, full-width, small and ideographic ones): a
+/// paragraph of Chinese or Japanese is prose by its commas as English is.
+pub fn commas(text: &str) -> usize {
+    // A plain count: most runs are short and ASCII, where memchr's setup
+    // and a walk over characters cost more.
+    let ascii = text.bytes().filter(|&b| b == b',').count();
+    if text.is_ascii() {
+        return ascii;
+    }
+    ascii
+        + text
+            .chars()
+            .filter(|c| {
+                matches!(
+                    c,
+                    '\u{060C}'
+                        | '\u{FE50}'
+                        | '\u{FE10}'
+                        | '\u{FE11}'
+                        | '\u{2E41}'
+                        | '\u{2E34}'
+                        | '\u{2E32}'
+                        | '\u{FF0C}'
+                        | '\u{3001}'
+                        | '\u{FF64}'
+                )
+            })
+            .count()
+}
+
+/// Does `text` end with a full stop, in any script (Latin, ideographic
+/// and full-width, Devanagari, Arabic)?
+pub fn ends_sentence(text: &str) -> bool {
+    text.ends_with([
+        '.', '\u{3002}', '\u{FF0E}', '\u{FF61}', '\u{0964}', '\u{06D4}',
+    ])
 }
 
 /// What a paragraph of `text` bytes holding `commas` commas gives.
@@ -248,10 +311,24 @@ impl Part {
     }
 }
 
-/// The article's parts, in document order: the element that holds it and
-/// the siblings that join it. None when no element scored or the best is
-/// the page's frame.
-pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Vec<Part>> {
+/// What `choose` finds: the article's parts, in document order, and
+/// whether it clearly wins (no element outside it weighs half as much).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Article {
+    pub parts: Vec<Part>,
+    pub clear: bool,
+}
+
+impl Article {
+    /// The parts' text, in bytes.
+    pub fn text(&self) -> usize {
+        self.parts.iter().map(|p| p.text).sum()
+    }
+}
+
+/// The article: the element that holds it and the siblings that join it.
+/// None when no element scored or the best is the page's frame.
+pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Article> {
     let by_ordinal = |ordinal: usize| {
         candidates
             .binary_search_by_key(&ordinal, |c| c.ordinal)
@@ -338,7 +415,14 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Vec<
     }
     parts.sort_unstable_by_key(|p| p.start);
     parts.dedup_by_key(|p| p.start);
-    Some(parts)
+    // A rival is an element neither inside the article nor around it.
+    let best = top.weighed().unwrap_or(0.0);
+    let clear = !candidates.iter().any(|c| {
+        !c.frame
+            && c.weighed().is_some_and(|s| s * 2.0 > best)
+            && parts.iter().all(|p| c.end < p.start || c.ordinal > p.end)
+    });
+    Some(Article { parts, clear })
 }
 
 /// What Readability counts of a block it may clean out of an article.
@@ -401,13 +485,17 @@ mod tests {
 
     #[test]
     fn boxes_are_named_by_class_or_role_and_content_names_win() {
-        assert!(is_unlikely(Tag::Block, r#"class="comments""#));
-        assert!(is_unlikely(Tag::Block, r#"id="sidebar""#));
-        assert!(is_unlikely(Tag::Ul, r#"role="navigation""#));
-        assert!(!is_unlikely(Tag::Block, r#"class="comment-content""#));
-        assert!(!is_unlikely(Tag::Block, r#"class="story""#));
-        assert!(!is_unlikely(Tag::Body, r#"class="sidebar""#));
-        assert!(!is_unlikely(Tag::Block, ""));
+        assert!(is_unlikely(Tag::Block, "div", r#"class="comments""#));
+        assert!(is_unlikely(Tag::Block, "div", r#"id="sidebar""#));
+        assert!(is_unlikely(Tag::Ul, "ul", r#"role="navigation""#));
+        assert!(!is_unlikely(
+            Tag::Block,
+            "div",
+            r#"class="comment-content""#
+        ));
+        assert!(!is_unlikely(Tag::Block, "div", r#"class="story""#));
+        assert!(!is_unlikely(Tag::Body, "body", r#"class="sidebar""#));
+        assert!(!is_unlikely(Tag::Block, "div", ""));
     }
 
     #[test]
@@ -437,7 +525,7 @@ mod tests {
             link_text: 0,
             sentence: true,
         }];
-        let parts = choose(&candidates, &paragraphs).unwrap();
+        let parts = choose(&candidates, &paragraphs).unwrap().parts;
         let starts: Vec<usize> = parts.iter().map(|p| p.start).collect();
         assert_eq!(starts, [2, 12]);
     }
@@ -454,7 +542,7 @@ mod tests {
                 ..candidate(9, 12, 2, 90.0, 1000)
             },
         ];
-        let parts = choose(&candidates, &[]).unwrap();
+        let parts = choose(&candidates, &[]).unwrap().parts;
         assert_eq!(parts[0].start, 2);
     }
 

@@ -1,12 +1,12 @@
 //! The first pass over a page: what the converter must know before it
 //! writes anything. The `<title>`, the `<base href>`, the element that
 //! marks the main content (the first `<main>`, else the first
-//! `role="main"`, else the page's only `<article>`) or, on a page that
-//! marks none, the parts of its article as Readability finds them (the
-//! counts it needs are kept here, the rules are in `readable`; decision
-//! 107), and the blocks of the main content made of links, which the
-//! second pass leaves out (decisions 74 and 102 in docs/decisions.md, the
-//! rule in docs/web-fetch.md):
+//! `role="main"`, else the page's only `<article>`), the parts of the
+//! article found inside it, or in the whole page when none marks it (the
+//! counts Readability needs are kept here, the rules are in `readable`;
+//! decision 90), and the blocks inside the article to leave out: the
+//! boxes readers leave out, and the blocks made of links (decisions 74
+//! and 102 in docs/decisions.md, the rule in docs/web-fetch.md):
 //!
 //! > A block of the main content (a list, an item, a paragraph, a table, a
 //! > `div`, a `section`, ...) holding at least `MIN_LINKS` links whose text
@@ -36,9 +36,10 @@
 
 use memchr::memmem;
 
-use super::markdown::MAX_DEPTH;
 use super::readable::{self, Block, Candidate, Paragraph};
-use super::tags::{closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag};
+use super::tags::{
+    closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag, MAX_DEPTH,
+};
 use super::text::collapse_spaces;
 use super::tokenizer::{self, attr, Token, Tokenizer};
 
@@ -51,6 +52,10 @@ pub const MIN_LINKS: usize = 5;
 /// paragraph of citations), as Readability counts it; a list of names
 /// that commas separate is not.
 pub const MAX_COMMAS: usize = 10;
+
+/// A list this long, holding more text than the article found, makes the
+/// page a list (a directory, a documentation index, search results).
+pub const MIN_LIST_ITEMS: usize = 10;
 
 /// What the first pass finds.
 #[derive(Debug, Default)]
@@ -80,6 +85,8 @@ struct Totals {
     embeds: usize,
     heading_text: usize,
     list_text: usize,
+    /// Terms of definition lists (`dt`), which make a list as items do.
+    terms: usize,
 }
 
 impl Totals {
@@ -149,7 +156,19 @@ impl Span {
     }
 
     fn holds(&self, other: &Span) -> bool {
-        self.start <= other.start && other.end <= self.end
+        self.holds_tags(other.start, other.end)
+    }
+
+    /// Are start tags `start..=end` inside it?
+    fn holds_tags(&self, start: usize, end: usize) -> bool {
+        self.start <= start && end <= self.end
+    }
+
+    /// Is it inside one of `parts`?
+    fn inside(&self, parts: &[readable::Part]) -> bool {
+        parts
+            .iter()
+            .any(|p| p.start <= self.start && self.end <= p.end)
     }
 }
 
@@ -198,14 +217,18 @@ struct Pass<'a> {
     unlikely: usize,
     in_heading: usize,
     in_list: usize,
-    /// The last byte of text read, for a paragraph's full stop.
-    last_byte: u8,
+    /// The last text read ends with a full stop (for a paragraph's).
+    sentence: bool,
     /// What a page without a main element needs (`readable`).
     candidates: Vec<Candidate>,
     paragraphs: Vec<Paragraph>,
     /// Boxes, and blocks an article is cleaned of.
     boxes: Vec<Span>,
     cleaned: Vec<Span>,
+    /// Lists of `MIN_LIST_ITEMS` items or more outside boxes.
+    lists: Vec<Span>,
+    /// The paragraphs that scored.
+    scored: Vec<Span>,
 }
 
 impl<'a> Pass<'a> {
@@ -223,6 +246,7 @@ impl<'a> Pass<'a> {
         match tag {
             Tag::P => self.totals.paragraphs += 1,
             Tag::Li => self.totals.items += 1,
+            Tag::Dt => self.totals.terms += 1,
             Tag::Img => self.totals.images += 1,
             Tag::Embed => self.totals.embeds += 1,
             Tag::Iframe | Tag::Object if !readable::is_video(attrs) => self.totals.embeds += 1,
@@ -259,7 +283,7 @@ impl<'a> Pass<'a> {
             self.totals.links += 1;
             self.in_link += 1;
         }
-        let unlikely = self.readable() && !attrs.is_empty() && readable::is_unlikely(tag, attrs);
+        let unlikely = readable::is_unlikely(tag, name, attrs);
         self.unlikely += usize::from(unlikely);
         self.in_heading += usize::from(matches!(tag, Tag::Heading(_)));
         self.in_list += usize::from(matches!(tag, Tag::Ul | Tag::Ol));
@@ -289,9 +313,8 @@ impl<'a> Pass<'a> {
             return;
         }
         self.totals.text += n;
-        // A plain count: most runs are short, where memchr's setup costs more.
-        self.totals.commas += text.bytes().filter(|&b| b == b',').count();
-        self.last_byte = text.as_bytes()[n - 1];
+        self.totals.commas += readable::commas(text);
+        self.sentence = readable::ends_sentence(text);
         if self.in_link > 0 {
             self.totals.link_text += n;
         }
@@ -345,13 +368,17 @@ impl<'a> Pass<'a> {
     fn readability(&mut self, open: &Counted<'a>, span: Span, data: bool) {
         self.in_heading -= usize::from(matches!(open.tag, Tag::Heading(_)));
         self.in_list -= usize::from(matches!(open.tag, Tag::Ul | Tag::Ol));
-        if !self.readable() {
-            return;
-        }
         if open.unlikely {
             self.unlikely -= 1;
             self.boxes.push(span);
             return;
+        }
+        if self.unlikely == 0 && matches!(open.tag, Tag::Ul | Tag::Ol | Tag::Dl) {
+            let items = self.totals.items - open.at_start.items;
+            let terms = self.totals.terms - open.at_start.terms;
+            if items + terms >= MIN_LIST_ITEMS {
+                self.lists.push(span);
+            }
         }
         let parent = self.stack.last().map_or(0, |p| p.ordinal);
         if self.unlikely == 0
@@ -360,6 +387,7 @@ impl<'a> Pass<'a> {
         {
             let commas = self.totals.commas - open.at_start.commas;
             let score = readable::paragraph_score(span.text, commas);
+            self.scored.push(span);
             for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
                 if level < 5 {
                     let start = ancestor.score.get_or_insert_with(|| {
@@ -399,19 +427,12 @@ impl<'a> Pass<'a> {
                 parent,
                 text: span.text,
                 link_text: span.link_text,
-                sentence: self.last_byte == b'.',
+                sentence: self.sentence,
             });
         }
         if self.cleans(open, &span, data) {
             self.cleaned.push(span);
         }
-    }
-
-    /// Is Readability's view still needed? Not once a `<main>` or a
-    /// `role="main"` has opened: the page marks its main content, and no
-    /// article is looked for (an element opened before stays counted).
-    fn readable(&self) -> bool {
-        self.watched[0].is_none() && self.watched[1].is_none()
     }
 
     /// Would Readability clean an article of this element?
@@ -442,17 +463,18 @@ impl<'a> Pass<'a> {
 
     /// The outermost link-dense blocks inside `scope` (one element, or
     /// the parts of an article), outside every data table and holding at
-    /// most half of its text outside links; none when what would remain
-    /// is under a quarter of its text.
-    fn dropped(&mut self, scope: &[Span]) -> Vec<usize> {
-        let dense = std::mem::take(&mut self.dense);
+    /// most half of its text outside links; None when what would remain
+    /// is under a quarter of its text: the links are the page.
+    fn link_boxes(&mut self, scope: &[Span]) -> Option<Vec<usize>> {
         let text: usize = scope.iter().map(|s| s.text).sum();
         let other: usize = scope.iter().map(|s| s.other_text()).sum();
-        let dense = dense
-            .into_iter()
+        let dense = self
+            .dense
+            .iter()
             .filter(|d| d.other_text() * 2 <= other)
+            .copied()
             .collect();
-        self.outermost(scope, dense, text).unwrap_or_default()
+        self.outermost(scope, dense, text)
     }
 
     /// The outermost of `blocks` inside `scope` and outside every data
@@ -488,40 +510,80 @@ impl<'a> Pass<'a> {
         Some(outermost.iter().map(|d| d.start).collect())
     }
 
-    /// The article of a page that marks no main content, and what inside
-    /// it is not article (`readable`): None when no part of the page
-    /// makes an article of `MIN_ARTICLE` bytes.
-    fn article(&mut self) -> Option<(Vec<usize>, Vec<usize>)> {
+    /// What of `scope` (the main element, or the whole page) is kept:
+    /// the start tags of the parts (empty: all of `scope`, which is then
+    /// `main`) and of the blocks left out inside them (decision 90).
+    fn extract(&mut self, scope: Span, main: Option<usize>) -> (Vec<usize>, Vec<usize>) {
+        let whole = |dropped| (main.into_iter().collect(), dropped);
+        // A page of links (a sitemap, a link directory) is its links.
+        let Some(link_boxes) = self.link_boxes(&[scope]) else {
+            return whole(Vec::new());
+        };
         let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.retain(|c| scope.holds_tags(c.ordinal, c.end));
         // Closed innermost first: in document order for the lookups.
         candidates.sort_unstable_by_key(|c| c.ordinal);
-        let parts = readable::choose(&candidates, &self.paragraphs)?;
-        let text: usize = parts.iter().map(|p| p.text).sum();
-        if text < readable::MIN_ARTICLE {
-            return None;
-        }
-        let scope: Vec<Span> = parts
+        let mut paragraphs = std::mem::take(&mut self.paragraphs);
+        paragraphs.retain(|p| scope.holds_tags(p.ordinal, p.end));
+        // Nothing scores: the whole of it, less its link boxes.
+        let Some(article) = readable::choose(&candidates, &paragraphs) else {
+            return whole(link_boxes);
+        };
+        let text = article.text();
+        // A list longer than the article is what the page is.
+        let list = self
+            .lists
             .iter()
-            .map(|p| Span {
-                start: p.start,
-                end: p.end,
-                text: p.text,
-                link_text: p.link_text,
-            })
-            .collect();
+            .any(|l| scope.holds(l) && l.text > text && !l.inside(&article.parts));
+        if list {
+            return whole(link_boxes);
+        }
+        // A short article must win clearly: nothing outside it weighs half
+        // as much, and it holds most of the text of the paragraphs that
+        // scored (a lone short paragraph beside headings, lists and code
+        // is not the page's article).
+        let scored = |inside: &dyn Fn(&Span) -> bool| -> usize {
+            self.scored
+                .iter()
+                .filter(|p| inside(p))
+                .map(|p| p.text)
+                .sum()
+        };
+        let all = scored(&|p| scope.holds(p));
+        let held = scored(&|p| p.inside(&article.parts));
+        let clear = article.clear && held * 2 > all;
+        let widened = text < readable::MIN_ARTICLE && !clear;
+        let parts: Vec<Span> = if widened {
+            vec![scope]
+        } else {
+            article
+                .parts
+                .iter()
+                .map(|p| Span {
+                    start: p.start,
+                    end: p.end,
+                    text: p.text,
+                    link_text: p.link_text,
+                })
+                .collect()
+        };
         // A block holding most of the article's own words is the article,
         // whatever its class or counts say: the blocks inside it are
         // looked at instead.
-        let other: usize = scope.iter().map(|s| s.other_text()).sum();
+        let text: usize = parts.iter().map(|s| s.text).sum();
+        let other: usize = parts.iter().map(|s| s.other_text()).sum();
         let mut blocks = std::mem::take(&mut self.boxes);
         blocks.append(&mut self.cleaned);
         blocks.extend(self.dense.iter().copied());
         blocks.retain(|b| b.other_text() * 2 <= other);
-        let dropped = match self.outermost(&scope, blocks, text) {
+        let dropped = match self.outermost(&parts, blocks, text) {
             Some(dropped) => dropped,
-            None => self.dropped(&scope),
+            None => self.link_boxes(&parts).unwrap_or_default(),
         };
-        Some((parts.iter().map(|p| p.start).collect(), dropped))
+        if widened {
+            return whole(dropped);
+        }
+        (parts.iter().map(|p| p.start).collect(), dropped)
     }
 }
 
@@ -598,19 +660,7 @@ impl Survey {
             text: pass.totals.text,
             link_text: pass.totals.link_text,
         };
-        match (main, scope) {
-            (Some(main), scope) => {
-                survey.main = vec![main];
-                survey.dropped = pass.dropped(&[scope.unwrap_or(whole)]);
-            }
-            (None, _) => match pass.article() {
-                Some((parts, dropped)) => {
-                    survey.main = parts;
-                    survey.dropped = dropped;
-                }
-                None => survey.dropped = pass.dropped(&[whole]),
-            },
-        }
+        (survey.main, survey.dropped) = pass.extract(scope.unwrap_or(whole), main);
         survey
     }
 }

@@ -2,6 +2,11 @@
 //! each: void or not, block or inline, and which open elements a start tag
 //! closes by itself (`<p>` before a block, `<li>` before the next item).
 
+/// Elements nested deeper than this are flattened: their start and end
+/// tags are ignored and their text joins the element around them. Both
+/// passes keep the same stack, so both read the limit here.
+pub const MAX_DEPTH: usize = 512;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
     A,
@@ -53,7 +58,7 @@ pub enum Tag {
     Ul,
     Video,
     /// Elements whose content is never text: `script`, `style`,
-    /// `noscript`, `textarea`, `frameset`, ...
+    /// `noscript`, `textarea`, `noframes`, ...
     Hidden,
     /// Other block elements (`div`, `section`, `header`, `figure`, ...).
     Block,
@@ -108,7 +113,8 @@ impl Tag {
             b"dl" => Tag::Dl,
             b"dt" => Tag::Dt,
             b"em" => Tag::Em,
-            b"embed" => Tag::Embed,
+            // A frame is an embedded page: a frameset page is its frames.
+            b"embed" | b"frame" => Tag::Embed,
             b"head" => Tag::Head,
             b"h1" => Tag::Heading(1),
             b"h2" => Tag::Heading(2),
@@ -145,12 +151,12 @@ impl Tag {
             b"ul" | b"menu" | b"dir" => Tag::Ul,
             b"video" => Tag::Video,
             b"script" | b"style" | b"noscript" | b"textarea" | b"noembed" | b"noframes"
-            | b"frameset" | b"canvas" | b"map" => Tag::Hidden,
+            | b"canvas" | b"map" => Tag::Hidden,
             b"address" | b"aside" | b"center" | b"div" | b"fieldset"
             | b"figure" | b"footer" | b"form" | b"header" | b"hgroup" | b"legend" | b"search"
-            | b"section" | b"summary" => Tag::Block,
+            | b"section" | b"summary" | b"frameset" => Tag::Block,
             b"area" | b"col" | b"input" | b"keygen" | b"link" | b"meta" | b"param" | b"track"
-            | b"wbr" | b"frame" => Tag::Void,
+            | b"wbr" => Tag::Void,
         }
         Tag::Inline
     }
@@ -484,7 +490,8 @@ mod tests {
             b"dl" => Tag::Dl,
             b"dt" => Tag::Dt,
             b"em" => Tag::Em,
-            b"embed" => Tag::Embed,
+            // A frame is an embedded page: a frameset page is its frames.
+            b"embed" | b"frame" => Tag::Embed,
             b"head" => Tag::Head,
             b"h1" => Tag::Heading(1),
             b"h2" => Tag::Heading(2),
@@ -521,12 +528,12 @@ mod tests {
             b"ul" | b"menu" | b"dir" => Tag::Ul,
             b"video" => Tag::Video,
             b"script" | b"style" | b"noscript" | b"textarea" | b"noembed" | b"noframes"
-            | b"frameset" | b"canvas" | b"map" => Tag::Hidden,
+            | b"canvas" | b"map" => Tag::Hidden,
             b"address" | b"aside" | b"center" | b"div" | b"fieldset" | b"figcaption"
             | b"figure" | b"footer" | b"form" | b"header" | b"hgroup" | b"legend" | b"search"
-            | b"section" | b"summary" => Tag::Block,
+            | b"section" | b"summary" | b"frameset" => Tag::Block,
             b"area" | b"col" | b"input" | b"keygen" | b"link" | b"meta" | b"param" | b"track"
-            | b"wbr" | b"frame" => Tag::Void,
+            | b"wbr" => Tag::Void,
             _ => Tag::Inline,
         }
     }

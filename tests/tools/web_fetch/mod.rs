@@ -1,7 +1,7 @@
 //! web-fetch against pages served on 127.0.0.1: HTML to markdown, charsets,
 //! text and binary types, redirects, limits, every error code, offset/limit
 //! stub mode, the markdown rules and the output cap; the public-internet
-//! guard in `addresses`.
+//! guard in `addresses`; what of a page is its article in `extraction`.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -578,7 +578,7 @@ fn markdown_rules_on_a_served_page() {
              E = mc2\n\n\
              Summary\n\n\
              Details text\n\n\
-             [A talk](https://video.example.org/embed/1)\n\n\
+             [A talk](https://www.youtube.com/embed/1)\n\n\
              ```python\nprint(\"hi\")\n```"
         )
     );
@@ -776,15 +776,16 @@ fn a_sitemap_keeps_its_links() {
 fn a_page_that_marks_no_main_content_gives_its_article() {
     // No <main>, no role="main", no single <article>: the article is where
     // Readability finds it (decision 107). The site's header and menu, the
-    // sidebar's prose, the share bar, the comments and the footer go; the
-    // article's heading, byline, paragraphs and figure stay, in order.
+    // sidebar's prose, the share bar, the byline (a box, decision 90), the
+    // comments and the footer go; the article's heading, paragraphs and
+    // figure stay, in order.
     let server = serve(Reply::html(fixture_bytes("no-main.html")));
     let answer = success(&fetch_url(&server.url("/story")));
     let content = answer["content"].as_str().unwrap();
     assert_eq!(answer["title"], "A page that marks no main content");
     assert!(
         content.starts_with(
-            "# Glaciers in the valley are retreating faster than expected\n\nBy A. Writer\n\n\
+            "# Glaciers in the valley are retreating faster than expected\n\n\
              The glaciers above the valley"
         ),
         "{content}"
@@ -812,3 +813,4 @@ fn a_page_that_marks_no_main_content_gives_its_article() {
 }
 
 mod addresses;
+mod extraction;

@@ -1,0 +1,185 @@
+//! Decision 90's rules, one test each: where the article is looked for,
+//! what inside a marked main element goes, short articles, text in every
+//! script, pages that are lists, and pages with nothing to choose from.
+
+use super::tests::{md, unmarked, ARTICLE};
+
+/// A blog post in `<main>` as a CMS writes it: the post, then an author
+/// box, related cards, a newsletter box, a share bar, "read more" and the
+/// comments with their form.
+fn blog(post: &str) -> String {
+    let comments: String = (0..6)
+        .map(|i| {
+            format!(
+                "<li class=\"comment\"><div class=\"comment-body\"><p>Reader {i} writes a \
+                 comment that is prose, long enough, with a comma, to be scored.</p></div></li>"
+            )
+        })
+        .collect();
+    format!(
+        "<body><nav><a href=\"/\">Home</a></nav><main>\
+         <article class=\"post\"><h1>The post</h1><div class=\"entry-content\">{post}</div>\
+         <div class=\"share-tools\"><a href=\"/s/fb\">Facebook</a></div></article>\
+         <div class=\"author-bio\"><p>The author writes about gardens, at length, and has \
+         for many years, with opinions.</p></div>\
+         <div class=\"related-posts\"><div class=\"card\"><h3><a href=\"/r/1\">Another post</a>\
+         </h3><p>A summary of another post, long enough, with a comma, to score.</p></div></div>\
+         <div class=\"newsletter\"><p>Sign up for the newsletter, weekly, free, and never \
+         spam.</p><form><input type=\"email\"></form></div>\
+         <div class=\"read-more\"><p>Read more: a story about something else, at length.</p></div>\
+         <div id=\"comments\"><ol>{comments}</ol><div id=\"respond\"><form><p>Leave a reply, \
+         your email address will not be published.</p><textarea></textarea></form></div></div>\
+         </main></body>"
+    )
+}
+
+#[test]
+fn inside_a_main_element_what_readers_leave_out_goes() {
+    let out = md(&blog(&ARTICLE.repeat(6)));
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(out.ends_with("so that it is the page."), "{out}");
+    for gone in [
+        "Facebook",
+        "author",
+        "Another",
+        "newsletter",
+        "Read more",
+        "Reader",
+        "reply",
+        "Home",
+    ] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
+
+#[test]
+fn a_short_article_that_clearly_wins_is_the_article() {
+    // Under 500 bytes, and nothing outside it scores half as much.
+    assert!(ARTICLE.len() < 500);
+    let out = md(&blog(ARTICLE));
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(!out.contains("Reader") && !out.contains("Another"), "{out}");
+    let out = md(&unmarked(ARTICLE));
+    assert!(out.starts_with("The article says"), "{out}");
+    for gone in ["Home", "sidebar", "comment"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
+
+#[test]
+fn a_short_article_with_a_rival_is_widened_to_the_main_content_and_cleaned() {
+    // Two short stories of the same weight: neither clearly wins, so the
+    // main content is kept, cleaned as an article is (its share bar goes).
+    let story = |n: usize| {
+        format!(
+            "<div class=\"story\"><p>Story {n} tells, in words of its own, a short piece of \
+             news, with a comma.</p></div>"
+        )
+    };
+    let page = format!(
+        "<body><nav><a href=\"/\">Home</a></nav><main>{}{}\
+         <div class=\"share\"><a href=\"/s\">Share</a></div></main>\
+         <div class=\"menu\"><p>Outside the main element, a paragraph, with commas, long.</p>\
+         </div></body>",
+        story(1),
+        story(2)
+    );
+    let out = md(&page);
+    assert!(out.contains("Story 1") && out.contains("Story 2"), "{out}");
+    assert!(!out.contains("Share") && !out.contains("Outside"), "{out}");
+}
+
+#[test]
+fn when_nothing_scores_the_main_content_is_kept_whole_less_its_link_boxes() {
+    // Short lines only (no paragraph of 25 bytes): nothing scores.
+    let page = "<body><p>Outside it.</p><main><h1>Title</h1><p>Short.</p><div>Also short.</div>\
+                <ul><li><a href=\"/1\">one</a></li><li><a href=\"/2\">two</a></li>\
+                <li><a href=\"/3\">three</a></li><li><a href=\"/4\">four</a></li>\
+                <li><a href=\"/5\">five</a></li></ul><p>The end, at last, of all of it.</p>\
+                <p>And more words, so the links are not the page.</p></main></body>";
+    let out = md(page);
+    assert!(out.starts_with("# Title\n\nShort.\n\nAlso short."), "{out}");
+    assert!(!out.contains("Outside") && !out.contains("three"), "{out}");
+}
+
+#[test]
+fn commas_and_full_stops_of_every_script_count() {
+    use super::super::readable::{commas, ends_sentence};
+    assert_eq!(commas("a, b"), 1);
+    assert_eq!(commas("東京、大阪，名古屋、福岡"), 3);
+    assert_eq!(commas("القاهرة، الإسكندرية"), 1);
+    assert!(ends_sentence("梅雨明けとなった。"));
+    assert!(ends_sentence("A sentence."));
+    assert!(!ends_sentence("A heading"));
+    // A list of references in Chinese, most of it links: its ideographic
+    // commas make it prose, which stays, as the English one does.
+    let references: String = (0..12)
+        .map(|i| format!("<li>作者{i}、出版社、<a href=\"/r/{i}\">标题{i}</a>，二〇二〇年。</li>"))
+        .collect();
+    let page = format!(
+        "<main>{}<ol class=\"refs\">{references}</ol></main>",
+        ARTICLE.repeat(6)
+    );
+    let out = md(&page);
+    assert!(out.contains("作者11、出版社、[标题11]"), "{out}");
+}
+
+#[test]
+fn a_page_of_text_without_spaces_is_an_article() {
+    // Japanese paragraphs, no spaces, no ASCII commas: scored as prose.
+    let paragraph = "<p>気象庁は十六日、関東甲信地方が梅雨明けしたとみられると発表した。\
+                     平年より三日早く、昨年より二日遅い梅雨明けとなった。</p>";
+    let page = format!(
+        "<body><div class=\"gnav\"><a href=\"/\">トップ</a></div><div class=\"body-text\">{}</div>\
+         <div class=\"ranking\"><ol><li><a href=\"/1\">ランキング一位の記事の見出し</a></li></ol>\
+         </div></body>",
+        paragraph.repeat(4)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("気象庁は十六日"), "{out}");
+    assert!(
+        !out.contains("トップ") && !out.contains("ランキング"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_page_that_is_a_list_keeps_its_list() {
+    // A documentation index: an introduction, then a list of modules
+    // (links with summaries) longer than any article found.
+    let items: String = (0..12)
+        .map(|i| {
+            format!("<li><a href=\"/m/{i}\">module{i}</a>: what module {i} does, in a line.</li>")
+        })
+        .collect();
+    let page = format!(
+        "<body><main><h1>Module index</h1><p>This index lists the modules of the library, \
+         with a summary of each.</p><ul>{items}</ul></main></body>"
+    );
+    let out = md(&page);
+    assert!(out.starts_with("# Module index\n\nThis index"), "{out}");
+    assert!(
+        out.contains("* [module11](https://example.com/m/11): what"),
+        "{out}"
+    );
+    // Search results: each a title, an address and a snippet.
+    let results: String = (0..10)
+        .map(|i| {
+            format!(
+                "<li><h3><a href=\"https://site{i}.example/\">Result {i}</a></h3>\
+                 <cite>site{i}.example</cite><p>The snippet of result {i}, which says \
+                 something about the query, with a comma.</p></li>"
+            )
+        })
+        .collect();
+    let page = format!(
+        "<body><form role=\"search\"><input name=\"q\"></form><main><ol>{results}</ol></main>\
+         </body>"
+    );
+    let out = md(&page);
+    assert!(
+        out.contains("[Result 0]") && out.contains("[Result 9]"),
+        "{out}"
+    );
+    assert!(out.contains("The snippet of result 9"), "{out}");
+}
