@@ -88,9 +88,19 @@ fn oom_score() -> Result<(), String> {
     match written {
         // No /proc (a bare chroot): there is no score to set.
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        // Inside another fence (a fenced MCP server that runs tools of its
+        // own), whose Landlock refuses the write: the score is inherited,
+        // and already the most there is when that fence set it.
+        Err(_) if already_first() => Ok(()),
         Err(e) => Err(format!("cannot set the tool's OOM score: {e}")),
         Ok(()) => Ok(()),
     }
+}
+
+/// True when this process's OOM score adjustment is already the most.
+fn already_first() -> bool {
+    std::fs::read_to_string("/proc/self/oom_score_adj")
+        .is_ok_and(|now| now.trim() == OOM_SCORE_ADJ)
 }
 
 /// Sets `resource` to `value`, soft and hard, or to the hard limit already

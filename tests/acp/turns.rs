@@ -383,7 +383,10 @@ fn the_clients_mcp_servers_join_the_configured_ones() {
     let servers = json!([{
         "name": "editor",
         "command": crate::common::bin(),
-        "args": ["mcp"],
+        // The host fences the editor's servers as it fences its own
+        // (decision 82); inside that fence the server's own second fence
+        // cannot be built, and its calls are held by ours.
+        "args": ["mcp", "--sandbox", "off"],
         "env": [],
     }]);
     let scenario = json!({"steps": [
