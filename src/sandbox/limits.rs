@@ -99,8 +99,7 @@ fn oom_score() -> Result<(), String> {
 
 /// True when this process's OOM score adjustment is already the most.
 fn already_first() -> bool {
-    std::fs::read_to_string("/proc/self/oom_score_adj")
-        .is_ok_and(|now| now.trim() == OOM_SCORE_ADJ)
+    std::fs::read_to_string("/proc/self/oom_score_adj").is_ok_and(|now| now.trim() == OOM_SCORE_ADJ)
 }
 
 /// Sets `resource` to `value`, soft and hard, or to the hard limit already
