@@ -832,7 +832,9 @@ command = "./log.sh"
 fail = "report"
 "#;
         let c = parse(text, Path::new("/c/config.toml")).unwrap();
-        let got: Vec<(&str, Option<&str>, &str, u32, bool, bool, usize)> = c
+        // event, matcher, command, timeout, fail_block, sequential, line
+        type Row<'a> = (&'a str, Option<&'a str>, &'a str, u32, bool, bool, usize);
+        let got: Vec<Row> = c
             .hooks
             .iter()
             .map(|h| {

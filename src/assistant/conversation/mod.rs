@@ -200,10 +200,8 @@ impl Conversation {
     }
 
     /// A subagent's conversation: its end fires SubagentStop, not Stop (its
-    /// caller owns the session's start and end). The entry point for the
-    /// subagents' own conversations.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn as_subagent(mut self) -> Self {
+    /// caller owns the session's start and end).
+    pub fn for_subagent(mut self) -> Self {
         self.subagent = true;
         self
     }

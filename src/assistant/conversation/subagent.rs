@@ -481,7 +481,7 @@ impl Launch {
         .with_model_output(self.model_output)
         .with_window(self.window.0, self.window.1)
         .with_hooks(Arc::clone(&self.hooks))
-        .as_subagent();
+        .for_subagent();
         conversation.only_tools = self.agent.tools.clone();
         // One message, whose failure no one can answer with another; and
         // no team: subagents do not nest.
