@@ -269,7 +269,7 @@ fn a_bad_guard_path_in_the_config_file_stops_the_server() {
     let out = start("", &["--allow-read", "relative/key"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
-        out.stderr.contains("allow_read") && out.stderr.contains("relative/key"),
+        out.stderr.contains("--allow-read") && out.stderr.contains("relative/key"),
         "{out:?}"
     );
 }
