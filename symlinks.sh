@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs ikigai-tools under PREFIX (default ~/.local):
+# Builds ikigai-tools and installs it under PREFIX (default ~/.local) with
+# `ikigai-tools install`, which the binary does by itself:
 #   PREFIX/bin/ikigai-tools            the binary
 #   PREFIX/bin/ikigai                  the host (a link)
-#   PREFIX/libexec/ikigai/<tool>       a link per tool, from `ikigai-tools --list`
+#   PREFIX/libexec/ikigai/<tool>       a link per tool
+#   PREFIX/share/...                   completions (bash, zsh, fish), man pages
+#   PREFIX/share/ikigai-tools/manifest what was laid (`install --uninstall`)
 # Idempotent: run it again after a rebuild or when a tool is added.
 #   --shellclaw DIR   also link the schema names (file_read, ...) into DIR,
 #                     where shellclaw's dispatch looks for them.
@@ -34,42 +37,11 @@ else
   (cd "$here" && cargo build --release)
 fi
 
-mkdir -p "$prefix/bin" "$prefix/libexec/ikigai"
-install -m 0755 "$built" "$prefix/bin/ikigai-tools.new"
-mv -f "$prefix/bin/ikigai-tools.new" "$prefix/bin/ikigai-tools"
-# bin/ikigai points at bin/ikigai-tools by a relative path.
-ln -sfn ikigai-tools "$prefix/bin/ikigai"
-
-names=$("$prefix/bin/ikigai-tools" --list)
-for name in $names; do
-  ln -sfn ../../bin/ikigai-tools "$prefix/libexec/ikigai/$name"
-done
-# A tool that left the table leaves no dangling name behind; other files stay.
-for link in "$prefix/libexec/ikigai"/*; do
-  [ -L "$link" ] && [ "$(readlink "$link")" = ../../bin/ikigai-tools ] || continue
-  grep -qxF "$(basename "$link")" <<<"$names" || rm -f "$link"
-done
+"$built" install "$prefix"
 
 if [ -n "$shellclaw" ]; then
   mkdir -p "$shellclaw"
-  for name in $names; do
+  for name in $("$built" --list); do
     ln -sfn "$prefix/bin/ikigai-tools" "$shellclaw/${name//-/_}"
   done
-fi
-
-echo "installed $prefix/bin/ikigai-tools, $prefix/bin/ikigai and $(wc -w <<<"$names") tools in $prefix/libexec/ikigai"
-# PATH as the user's shell sees it; a trailing slash or a symlinked prefix
-# still counts as the same directory.
-bin="$(cd "$prefix/bin" && pwd -P)"
-on_path=no
-IFS=: read -r -a path_dirs <<<"${PATH:-}"
-for dir in "${path_dirs[@]}"; do
-  [ -n "$dir" ] && [ -d "$dir" ] && [ "$(cd "$dir" && pwd -P)" = "$bin" ] && on_path=yes && break
-done
-if [ "$on_path" = yes ]; then
-  echo "run: ikigai"
-else
-  echo "$prefix/bin is not on your PATH; add this line to your shell's profile (~/.bashrc, ~/.zshrc):"
-  echo "  export PATH=\"$prefix/bin:\$PATH\""
-  echo "meanwhile run: $prefix/bin/ikigai"
 fi

@@ -1165,12 +1165,45 @@ def mcp_peer():
     return server
 
 
+# What the host fences a server it starts with (decision 82): the session's
+# rules (the secret paths hidden, the start-up files read-only, the runtime
+# sockets refused) with the network, writing the workspace, /tmp and the
+# caches. The same lists as host::settings::guard, for this HOME.
+SERVER_HIDDEN = [".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube",
+                 ".docker/config.json", ".netrc", ".git-credentials", ".config/gh", ".npmrc",
+                 ".pypirc", ".cargo/credentials.toml", ".config/ikigai/credentials.json"]
+SERVER_PROTECTED = [".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+                    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".config/fish/config.fish",
+                    ".ssh/authorized_keys", ".ikigai", ".config/ikigai", ".local/share/ikigai"]
+
+
+def fenced(argv, workspace):
+    """argv as the host starts a fenced MCP server: inside sandbox-exec."""
+    home = os.path.expanduser("~")
+    fence = [BIN, "sandbox-exec", "--mode", "workspace-write", "--network"]
+    for d in [workspace, "/tmp", "/dev/shm", os.path.join(home, ".cache"),
+              os.path.join(home, ".npm")]:
+        fence += ["--writable", d]
+    for p in SERVER_HIDDEN:
+        fence += ["--hide", os.path.join(home, p)]
+    for p in [".ssh/known_hosts", ".ssh/config"]:
+        fence += ["--allow-read", os.path.join(home, p)]
+    for p in SERVER_PROTECTED:
+        fence += ["--protect", os.path.join(home, p)]
+    fence += ["--socket-dir", "/tmp/.X11-unix"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        fence += ["--socket-dir", os.environ["XDG_RUNTIME_DIR"]]
+    return fence + ["--"] + argv
+
+
 def bench_mcp(t):
     path, text = small_file()
     peer = mcp_peer()
     ours = McpStdio([BIN, "mcp", "--libexec-dir", LIBEXEC, "--tools-dir", empty_dir("mcp-tools")],
                     cwd=DATA)
     theirs = McpStdio([peer, DATA], cwd=DATA)
+    # The same peer again, started as the host starts a server of mcp.json.
+    walled = McpStdio(fenced([peer, DATA], DATA), cwd=DATA)
     try:
         t.max_load = max(t.max_load, loadavg())
         idle = {"ours": ours.rss(), "peer": theirs.rss()}
@@ -1179,6 +1212,8 @@ def bench_mcp(t):
                      lambda r: r.get("structuredContent", {}).get("output")),
             "peer": (theirs, "read_text_file", {"path": path},
                      lambda r: r["content"][0]["text"]),
+            "fenced": (walled, "read_text_file", {"path": path},
+                       lambda r: r["content"][0]["text"]),
         }
         for label, (server, tool, args, text_of) in calls.items():
             got = text_of(server.request("tools/call", {"name": tool, "arguments": args}))
@@ -1197,6 +1232,7 @@ def bench_mcp(t):
     finally:
         ours.close()
         theirs.close()
+        walled.close()
     m = {label: statistics.median(v) for label, v in times.items()}
     return [
         ratio_row("mcp", f"tools/call round trip, read a {len(text)} B file",
@@ -1205,6 +1241,9 @@ def bench_mcp(t):
             peer="server-filesystem", peer_time=fmt_bytes(idle["peer"]),
             ratio=f"{idle['ours'] / idle['peer']:.2f}", ours_bytes=idle["ours"],
             peer_bytes=idle["peer"]),
+        ratio_row("mcp", f"fenced server (as mcp.json starts it): server-filesystem's round trip, "
+                  f"read a {len(text)} B file", m["fenced"], "the same server unfenced",
+                  m["peer"], 1.2),
     ]
 
 AGENT_FILES = 100
@@ -1368,6 +1407,19 @@ def bench_agent(t):
     ]
 
 
+def bench_subagent(t):
+    """Subagents (decision 86): what a delegated read leaves in the
+    caller's context, four subagents of one reply at once, and their
+    prompt cache (bench/subagent_bench.py)."""
+    need_host()
+    need_tool("file-read")
+    import subagent_bench
+    t.max_load = max(t.max_load, loadavg())
+    rows = subagent_bench.run_all(HOST, LIBEXEC, DATA, row)
+    t.max_load = max(t.max_load, loadavg())
+    return rows
+
+
 def bench_context(t):
     """The agent's context: prompt caching over a long session, a long
     session inside a small window, and the built-in prompt's size
@@ -1375,6 +1427,12 @@ def bench_context(t):
     need_host()
     import context_bench
     return context_bench.run_all(HOST, LIBEXEC, peers(), row)
+def bench_skills(t):
+    """200 skills: the tokens they add to the system prompt and the time
+    they add to a start (bench/skills_bench.py)."""
+    need_host()
+    import skills_bench
+    return skills_bench.run_all(t, HOST, LIBEXEC, peers(), BENCH_DIR, row, fmt_time)
 # --- headless: `ikigai -p` in a script ----------------------------------------
 
 
@@ -1469,6 +1527,56 @@ def bench_headless(t):
     return [ratio_row("headless", what, m["json"], "the text format", m["text"], 1.05),
             ratio_row("headless", f"{what}, CPU time", t.cpu_time(as_json), "the text format",
                       t.cpu_time(text), None)]
+def bench_hooks(t):
+    """`ikigai -p` with one file_read call against a local fake provider,
+    with 10 PreToolUse hooks that exit at once and with none: the hooks may
+    add at most 15 ms to the call (decision 83)."""
+    need_host()
+    path, _ = small_file()
+    provider = FakeProvider(path)
+    home = os.path.join(BENCH_DIR, "hooks-home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    mark = os.path.join(home, "ran")
+    hooked = os.path.join(home, "hooks.toml")
+    with open(hooked, "w") as f:
+        # Each hook answers at once; the first also leaves a mark, so the
+        # check below sees that the hooks ran.
+        f.write(f'[[hooks.PreToolUse]]\nmatcher = "Read"\ncommand = "echo >> {mark}"\n')
+        for _ in range(9):
+            f.write('\n[[hooks.PreToolUse]]\ncommand = "exit 0"\n')
+    plain = os.path.join(home, "plain.toml")
+    with open(plain, "w") as f:
+        f.write("")
+    env = host_env(LIBEXEC, empty_dir("tools-none"))
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
+               XDG_CONFIG_HOME=os.path.join(home, "config"),
+               OPENAI_BASE_URL=f"http://127.0.0.1:{provider.port}/v1",
+               OPENAI_API_KEY="bench", OLLAMA_HOST="127.0.0.1:1", IKIGAI_APPROVAL="auto")
+    for var in ("IKIGAI_PROVIDER", "IKIGAI_MODEL", "NO_COLOR"):
+        env.pop(var, None)
+    with_hooks = dict(env, IKIGAI_CONFIG=hooked)
+    without = dict(env, IKIGAI_CONFIG=plain)
+    cmd = [HOST, "--provider", "openai", "-p", "What does the file hold?"]
+    try:
+        for e in (with_hooks, without):
+            got = run(cmd, env=e, cwd=DATA).stdout.decode()
+            if got.strip() != FakeProvider.ANSWER:
+                raise Wrong(f"the run printed {got[:200]!r}")
+        if not os.path.exists(mark):
+            raise Wrong("the PreToolUse hooks did not run")
+        m = t.medians({"hooks": {"cmd": cmd, "env": with_hooks},
+                       "none": {"cmd": cmd, "env": without}},
+                      runs=60, warmup=3, rounds=6)
+    finally:
+        provider.close()
+    added = m["hooks"] - m["none"]
+    return [row("hooks", "`-p` with one file_read call and 10 PreToolUse hooks that exit at once",
+                ours=fmt_time(m["hooks"]), peer="no hooks", peer_time=fmt_time(m["none"]),
+                ratio=f"+{added * 1000:.1f} ms", target="≤ +15 ms", ok=added <= 0.015,
+                ours_s=m["hooks"], peer_s=m["none"])]
+
+
 def bench_mcp_load(t):
     """`ikigai-tools mcp --http` under load: the long form of
     tests/mcp/load.rs (200 clients x 50 tools/call, file_read and grep, each
@@ -1505,6 +1613,144 @@ def bench_mcp_load(t):
     ]
 
 
+
+ACP_ROUNDS = 40
+# The fake model waits this long between its first token and the rest, so
+# the first token is alone on the wire when its time is taken.
+ACP_GAP_S = 0.05
+
+
+class FirstTokenProvider:
+    """OpenAI Chat Completions on 127.0.0.1, streamed with chunked transfer:
+    the headers, then one text token, flushed and its time taken, then after
+    ACP_GAP_S the rest of the reply. `sent` holds each first token's time
+    (perf_counter: the same clock as the ACP client's)."""
+
+    def __init__(self):
+        import http.server
+
+        sent = self.sent = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def chunk(self, data):
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def event(self, body):
+                self.chunk(f"data: {json.dumps(body)}\n\n".encode())
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["content-length"]))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.flush()
+
+                def delta(d, finish=None):
+                    return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+
+                self.event(delta({"content": "First"}))
+                sent.append(time.perf_counter())
+                time.sleep(ACP_GAP_S)
+                self.event(delta({"content": " token, then the rest."}))
+                self.event(delta({}, "stop"))
+                self.event({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 6}})
+                self.chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def bench_acp(t):
+    """`ikigai acp` (decision 88): from the fake model's first token leaving
+    it to the first agent_message_chunk reaching the ACP client on the
+    agent's stdout, prompt after prompt in one session."""
+    need_host()
+    provider = FirstTokenProvider()
+    home = os.path.join(BENCH_DIR, "acp-home")
+    shutil.rmtree(home, ignore_errors=True)
+    work = os.path.join(home, "work")
+    os.makedirs(work)
+    env = host_env(LIBEXEC, empty_dir("tools-none"))
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, "data"),
+               XDG_CONFIG_HOME=os.path.join(home, "config"),
+               OPENAI_BASE_URL=f"http://127.0.0.1:{provider.port}/v1",
+               OPENAI_API_KEY="bench", OLLAMA_HOST="127.0.0.1:1")
+    for var in ("IKIGAI_PROVIDER", "IKIGAI_MODEL", "IKIGAI_CONFIG", "IKIGAI_APPROVAL"):
+        env.pop(var, None)
+    agent = subprocess.Popen([HOST, "--provider", "openai", "acp"], env=env, cwd=work,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    # Each line with the moment it arrived, taken by a thread that does
+    # nothing else.
+    lines = []
+    arrived = threading.Condition()
+
+    def read():
+        for line in agent.stdout:
+            now = time.perf_counter()
+            with arrived:
+                lines.append((now, json.loads(line)))
+                arrived.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def request(id, method, params):
+        message = {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+        agent.stdin.write((json.dumps(message) + "\n").encode())
+        agent.stdin.flush()
+        with arrived:
+            while True:
+                for _, got in lines:
+                    if got.get("id") == id and "method" not in got:
+                        return got
+                if not arrived.wait(timeout=30):
+                    raise Wrong(f"no answer to {method}")
+
+    delays = []
+    try:
+        request(0, "initialize", {"protocolVersion": 1})
+        session = request(1, "session/new", {"cwd": work, "mcpServers": []})["result"]["sessionId"]
+        t.max_load = max(t.max_load, loadavg())
+        for n in range(ACP_ROUNDS):
+            start = len(lines)
+            answer = request(2 + n, "session/prompt", {
+                "sessionId": session, "prompt": [{"type": "text", "text": "Say something."}]})
+            if answer.get("result", {}).get("stopReason") != "end_turn":
+                raise Wrong(f"the prompt answered {str(answer)[:300]}")
+            chunks = [at for at, m in lines[start:]
+                      if m.get("params", {}).get("update", {}).get("sessionUpdate")
+                      == "agent_message_chunk"]
+            if not chunks:
+                raise Wrong("no agent_message_chunk")
+            delays.append(chunks[0] - provider.sent[n])
+        t.max_load = max(t.max_load, loadavg())
+    finally:
+        agent.stdin.close()
+        agent.wait(timeout=30)
+        provider.close()
+        shutil.rmtree(home, ignore_errors=True)
+    median = statistics.median(delays)
+    return [row("acp", "first token at ikigai → first agent_message_chunk at the client "
+                f"(median of {ACP_ROUNDS} prompts; slowest {fmt_time(max(delays))})",
+                ours=fmt_time(median), target="≤ 5 ms", ok=median <= 0.005, ours_s=median)]
+
+
+
+
 BENCHES = {
     "call": (bench_call, ["file-read of a small file"]),
     "sandbox": (bench_sandbox, ["file-read, workspace-write, network off",
@@ -1520,14 +1766,20 @@ BENCHES = {
     "quality": (bench_quality, ["web-fetch's markdown beside MCP fetch's, on real pages"]),
     "mcp": (bench_mcp, ["tools/call round trip through an MCP server"]),
     "context": (bench_context, ["prompt caching, compaction in a small window, the prompt's size"]),
+    "skills": (bench_skills, ["200 skills: prompt tokens and start time"]),
     "headless": (bench_headless, ["`-p` with one file_read call, json against text",
                                   "`-p` with one file_read call, json against text, CPU time"]),
+    "hooks": (bench_hooks, ["`-p` with one file_read call and 10 PreToolUse hooks that exit at once"]),
     "mcp-load": (bench_mcp_load, ["200 clients x 50 calls over HTTP, then 1,000 at once"]),
     "agent": (bench_agent, ["/undo of 100 files of 100 KB; a shell_output round trip"]),
+    "subagent": (bench_subagent, ["the caller's context after a subagent read 100 files",
+                                  "four subagents of one reply, 1 s each on the model",
+                                  "a subagent's requests read from the prompt cache"]),
     # Last: each run takes half a minute and gigabytes (see RESULTS.md), and
     # what it leaves behind (freed memory, a cold page cache) would weigh on
     # whatever ran next.
     "capture": (bench_capture, ["host runs `bash` printing 2 GiB"]),
+    "acp": (bench_acp, ["first token to the first agent_message_chunk over ACP"]),
 }
 
 # What each benchmark reads, prepared before any timing starts.
@@ -1541,6 +1793,7 @@ CORPORA = {
     "fetch": [html_page],
     "mcp": [small_file],
     "headless": [small_file],
+    "hooks": [small_file],
 }
 
 
@@ -1640,7 +1893,9 @@ def main(argv):
         print(f"bench: unknown benchmark {unknown}; known: {', '.join(BENCHES)}", file=sys.stderr)
         return 2
     names = argv or list(BENCHES)
-    os.makedirs(BENCH_DIR, exist_ok=True)
+    # Every benchmark stands alone on a fresh cache: the data directory
+    # does not wait for a corpus to make it.
+    os.makedirs(DATA, exist_ok=True)
     for prepare in dict.fromkeys(f for n in names for f in CORPORA.get(n, [])):
         prepare()
     load_start = loadavg()

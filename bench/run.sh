@@ -5,7 +5,7 @@
 #   bench/run.sh            every benchmark
 #   bench/run.sh NAME...    only those (call discover discover-200 grep-tree
 #                           glob-tree edit-big read-big patch capture fetch quality sandbox mcp
-#                           context headless mcp-load agent)
+#                           context skills headless hooks mcp-load agent subagent acp)
 #   bench/run.sh --list     the names
 #
 # It installs the peers it needs (Debian packages), builds and installs the

@@ -60,6 +60,8 @@ pub struct Config {
     /// The model's context window in tokens, for a model the host does not
     /// know (decision 62).
     pub context_window: Option<u32>,
+    /// How many subagents of one reply run at once (decision 86).
+    pub max_subagents: Option<u32>,
     /// The fraction of the window at which the conversation is compacted
     /// (0 turns it off).
     pub auto_compact: Option<f64>,
@@ -70,6 +72,11 @@ pub struct Config {
     pub tools: BTreeMap<String, ToolConfig>,
     /// `[limits]`: what one call may take (decision 81).
     pub limits: LimitsConfig,
+    /// Trust every project's own files without asking (decision 87).
+    pub trust_projects: Option<bool>,
+    /// `[[hooks.EVENT]]`: programs run at fixed points of a conversation
+    /// (docs/hooks.md), in the order written.
+    pub hooks: Vec<Hook>,
 }
 
 impl Config {
@@ -100,6 +107,48 @@ pub struct LimitsConfig {
     pub memory: Option<usize>,
     /// `file_size`: bytes per file a call writes.
     pub file_size: Option<usize>,
+}
+
+
+/// The events a hook may be configured for, as Claude Code names them.
+pub const HOOK_EVENTS: [&str; 9] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "Notification",
+    "SessionEnd",
+];
+
+/// The events whose hooks a `matcher` chooses among: the tool events (the
+/// tool's name), SessionStart (its source) and PreCompact (its trigger).
+pub const MATCHED_EVENTS: [&str; 4] = ["PreToolUse", "PostToolUse", "SessionStart", "PreCompact"];
+
+/// The default of a hook's `timeout`, in seconds.
+pub const HOOK_TIMEOUT: u32 = 60;
+
+/// One `[[hooks.EVENT]]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hook {
+    /// One of `HOOK_EVENTS`.
+    pub event: String,
+    /// A regular expression on the tool's name (or the source, the
+    /// trigger); None matches everything.
+    pub matcher: Option<String>,
+    /// What `sh -c` runs.
+    pub command: String,
+    /// Seconds before the hook is killed.
+    pub timeout: u32,
+    /// `fail = "block"`: every failure blocks, as exit 2 does.
+    pub fail_block: bool,
+    /// `sequential = true` on the event's first table: its hooks run one
+    /// after another, in the order written.
+    pub sequential: bool,
+    /// The line of the table's header.
+    pub line: usize,
 }
 
 /// A value and the line (1-based) it was written on.
@@ -151,11 +200,15 @@ struct Raw {
     model_output: Option<Size>,
     max_output_tokens: Option<Positive>,
     context_window: Option<Positive>,
+    max_subagents: Option<Positive>,
     auto_compact: Option<Fraction>,
     instructions_max_bytes: Option<Size>,
     #[serde(default)]
     tools: BTreeMap<String, ToolConfig>,
     limits: Option<RawLimits>,
+    trust_projects: Option<bool>,
+    #[serde(default)]
+    hooks: RawHooks,
 }
 
 #[derive(Deserialize)]
@@ -164,6 +217,72 @@ struct RawLimits {
     processes: Option<Positive>,
     memory: Option<Size>,
     file_size: Option<Size>,
+}
+
+
+/// `[hooks]`: one list of tables per event; a misspelt event is an unknown
+/// field, named with its line.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(non_snake_case)]
+struct RawHooks {
+    #[serde(default)]
+    SessionStart: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    UserPromptSubmit: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PreToolUse: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PostToolUse: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    Stop: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    SubagentStop: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    PreCompact: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    Notification: Vec<Spanned<RawHook>>,
+    #[serde(default)]
+    SessionEnd: Vec<Spanned<RawHook>>,
+}
+
+impl RawHooks {
+    /// The tables by event, in `HOOK_EVENTS`' order.
+    fn into_events(self) -> [(&'static str, Vec<Spanned<RawHook>>); 9] {
+        [
+            ("SessionStart", self.SessionStart),
+            ("UserPromptSubmit", self.UserPromptSubmit),
+            ("PreToolUse", self.PreToolUse),
+            ("PostToolUse", self.PostToolUse),
+            ("Stop", self.Stop),
+            ("SubagentStop", self.SubagentStop),
+            ("PreCompact", self.PreCompact),
+            ("Notification", self.Notification),
+            ("SessionEnd", self.SessionEnd),
+        ]
+    }
+}
+
+/// One `[[hooks.EVENT]]` table as serde reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHook {
+    matcher: Option<Spanned<String>>,
+    command: Spanned<String>,
+    timeout: Option<Positive>,
+    fail: Option<Fail>,
+    sequential: Option<Spanned<bool>>,
+}
+
+/// `fail`: what a hook's failure (an exit other than 0 and 2, a timeout, a
+/// crash, output that is not the JSON it should be) does.
+#[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Fail {
+    /// Shown to the person; nothing is blocked (Claude Code's way).
+    Report,
+    /// Blocks as exit 2 does: a guard fails closed.
+    Block,
 }
 
 /// A byte count: an integer, or a string with a `K`, `M` or `G` suffix.
@@ -315,7 +434,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             memory: l.memory.map(|s| s.0),
             file_size: l.file_size.map(|s| s.0),
         });
+    let hooks = hooks(raw.hooks, text, path)?;
     Ok(Config {
+        hooks,
         path: Some(path.to_path_buf()),
         provider: raw.provider,
         model: raw.model,
@@ -331,11 +452,99 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         model_output: raw.model_output.map(|s| s.0),
         max_output_tokens: raw.max_output_tokens.map(|p| p.0),
         context_window: raw.context_window.map(|p| p.0),
+        max_subagents: raw.max_subagents.map(|p| p.0),
         auto_compact: raw.auto_compact.map(|f| f.0),
         instructions_max_bytes: raw.instructions_max_bytes.map(|s| s.0),
         tools: raw.tools,
         limits,
+        trust_projects: raw.trust_projects,
     })
+}
+
+/// The hook tables, checked beyond their types: a command that is empty,
+/// a matcher on an event that has nothing to match or that is not a
+/// regular expression, `sequential` anywhere but on the event's first
+/// table.
+fn hooks(raw: RawHooks, text: &str, path: &Path) -> Result<Vec<Hook>, ConfigError> {
+    let mut out = Vec::new();
+    for (event, tables) in raw.into_events() {
+        for (index, table) in tables.into_iter().enumerate() {
+            let line = line_of(text, table.span().start);
+            let table = table.into_inner();
+            let wrong = |at: usize, field: &str, message: String| ConfigError {
+                path: path.to_path_buf(),
+                line: Some(line_of(text, at)),
+                key: Some(format!("hooks.{event}.{field}")),
+                message,
+            };
+            let command = table.command.get_ref().trim();
+            if command.is_empty() {
+                return Err(wrong(
+                    table.command.span().start,
+                    "command",
+                    "the command is empty: name the program the hook runs".into(),
+                ));
+            }
+            let matcher = match table.matcher {
+                None => None,
+                Some(m) if !MATCHED_EVENTS.contains(&event) => {
+                    return Err(wrong(
+                        m.span().start,
+                        "matcher",
+                        format!(
+                            "{event} hooks have nothing to match: a matcher applies to {}",
+                            MATCHED_EVENTS.join(", ")
+                        ),
+                    ))
+                }
+                Some(m) => {
+                    // `*` (Claude Code's "every tool") is not an expression.
+                    let every = m.get_ref().is_empty() || m.get_ref() == "*";
+                    let checked = if every {
+                        Ok(())
+                    } else {
+                        regex::Regex::new(m.get_ref()).map(drop)
+                    };
+                    if let Err(e) = checked {
+                        let why = e.to_string();
+                        let why = why.lines().last().unwrap_or("").trim();
+                        return Err(wrong(
+                            m.span().start,
+                            "matcher",
+                            format!("'{}' is not a regular expression: {why}", m.get_ref()),
+                        ));
+                    }
+                    Some(m.into_inner())
+                }
+            };
+            let sequential = match table.sequential {
+                Some(s) if index > 0 => {
+                    return Err(wrong(
+                        s.span().start,
+                        "sequential",
+                        format!(
+                            "sequential belongs on the first [[hooks.{event}]] table (it orders \
+                             all of the event's hooks)"
+                        ),
+                    ))
+                }
+                Some(s) => s.into_inner(),
+                None => false,
+            };
+            out.push(Hook {
+                event: event.to_string(),
+                matcher,
+                command: command.to_string(),
+                timeout: table.timeout.map_or(HOOK_TIMEOUT, |t| t.0),
+                fail_block: table.fail == Some(Fail::Block),
+                sequential,
+                line,
+            });
+        }
+    }
+    // In the order written, whatever the event.
+    out.sort_by_key(|h| h.line);
+    Ok(out)
 }
 
 /// The 1-based line of byte `offset`.
@@ -363,6 +572,17 @@ fn find(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
         if let DeValue::Table(inner) = value.get_ref() {
             if find(inner, offset, path) {
                 return true;
+            }
+        }
+        // An array of tables (`[[hooks.Stop]]`): its tables' keys, each
+        // named without an index.
+        if let DeValue::Array(items) = value.get_ref() {
+            for item in items {
+                if let DeValue::Table(inner) = item.get_ref() {
+                    if find(inner, offset, path) {
+                        return true;
+                    }
+                }
             }
         }
         if key.span().contains(&offset) || value.span().contains(&offset) {
@@ -400,11 +620,13 @@ add_dirs = ["/data", "../other"]
 model_output = "64K"
 max_output_tokens = 4096
 context_window = 32000
+max_subagents = 2
 auto_compact = 0.7
 instructions_max_bytes = "16K"
 deny_read = ["~/private"]
 allow_read = ["~/.aws/config"]
 allow_unix_sockets = ["/run/user/1/db.sock"]
+trust_projects = true
 
 [tools.bash]
 env = ["GITHUB_TOKEN"]
@@ -461,6 +683,7 @@ file_size = 1048576
         assert_eq!(c.model_output, Some(64 << 10));
         assert_eq!(c.max_output_tokens, Some(4096));
         assert_eq!(c.context_window, Some(32000));
+        assert_eq!(c.max_subagents, Some(2));
         assert_eq!(c.auto_compact, Some(0.7));
         assert_eq!(c.instructions_max_bytes, Some(16 << 10));
         assert_eq!(
@@ -470,6 +693,7 @@ file_size = 1048576
             Some(0.0)
         );
         assert_eq!(c.tools["bash"].env, ["GITHUB_TOKEN"]);
+        assert_eq!(c.trust_projects, Some(true));
         assert_eq!(c.path.as_deref(), Some(Path::new("/c/config.toml")));
         let c = parse("model_output = 1000\n", Path::new("x")).unwrap();
         assert_eq!(c.model_output, Some(1000));
@@ -583,6 +807,102 @@ file_size = 1048576
                 1,
                 "context_window",
                 "0 is out of range",
+            ),
+        ] {
+            let e = err(text);
+            let head = format!("/c/config.toml, line {line}, key '{key}': ");
+            assert!(e.starts_with(&head) && e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn hook_tables_are_read_in_the_order_written() {
+        let text = r#"
+[[hooks.PreToolUse]]
+matcher = "Bash"
+command = "  ./guard.sh  "
+timeout = 5
+fail = "block"
+sequential = true
+
+[[hooks.Stop]]
+command = "./stop.sh"
+
+[[hooks.PreToolUse]]
+matcher = "*"
+command = "./log.sh"
+fail = "report"
+"#;
+        let c = parse(text, Path::new("/c/config.toml")).unwrap();
+        let got: Vec<(&str, Option<&str>, &str, u32, bool, bool, usize)> = c
+            .hooks
+            .iter()
+            .map(|h| {
+                (
+                    h.event.as_str(),
+                    h.matcher.as_deref(),
+                    h.command.as_str(),
+                    h.timeout,
+                    h.fail_block,
+                    h.sequential,
+                    h.line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("PreToolUse", Some("Bash"), "./guard.sh", 5, true, true, 2),
+                ("Stop", None, "./stop.sh", 60, false, false, 9),
+                ("PreToolUse", Some("*"), "./log.sh", 60, false, false, 12),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wrong_hook_table_names_file_line_and_key() {
+        for (text, line, key, says) in [
+            (
+                "[[hooks.PreToolUse]]\ncommand = \"a\"\n[[hooks.PreToolUse]]\ncommand = \"b\"\nsequential = true\n",
+                5,
+                "hooks.PreToolUse.sequential",
+                "sequential belongs on the first [[hooks.PreToolUse]] table",
+            ),
+            (
+                "[[hooks.Stop]]\ncommand = \"  \"\n",
+                2,
+                "hooks.Stop.command",
+                "the command is empty",
+            ),
+            (
+                "[[hooks.Notification]]\nmatcher = \"x\"\ncommand = \"a\"\n",
+                2,
+                "hooks.Notification.matcher",
+                "Notification hooks have nothing to match",
+            ),
+            (
+                "[[hooks.PreToolUse]]\nmatcher = \"[\"\ncommand = \"a\"\n",
+                2,
+                "hooks.PreToolUse.matcher",
+                "'[' is not a regular expression",
+            ),
+            (
+                "[[hooks.Stop]]\ncommand = \"a\"\ntimeout = 0\n",
+                3,
+                "hooks.Stop.timeout",
+                "0 is out of range",
+            ),
+            (
+                "[[hooks.Stop]]\ncomand = \"a\"\n",
+                2,
+                "hooks.Stop.comand",
+                "unknown field `comand`",
+            ),
+            (
+                "[[hooks.Stopp]]\ncommand = \"a\"\n",
+                1,
+                "hooks.Stopp",
+                "unknown field `Stopp`",
             ),
         ] {
             let e = err(text);

@@ -21,6 +21,12 @@ pub enum Personality {
     SandboxSpawner(Vec<OsString>),
     /// Serve the tools over MCP, with the remaining arguments.
     Mcp(Vec<OsString>),
+    /// Install under a prefix, or uninstall (`ikigai-tools install`).
+    Install(Vec<OsString>),
+    /// Print a shell's completions (`ikigai-tools completions SHELL`).
+    Completions(Vec<OsString>),
+    /// Print a man page (`ikigai-tools manpage [NAME]`).
+    Manpage(Vec<OsString>),
     List,
     /// Every tool's schema in one JSON object keyed by command name (hidden:
     /// discovery asks this of our own executable once instead of running
@@ -64,6 +70,9 @@ pub fn resolve(argv: Vec<OsString>) -> Personality {
         "--help" | "-h" | "help" => Personality::Help,
         "--version" | "-V" => Personality::Version,
         MCP_NAME => Personality::Mcp(rest[1..].to_vec()),
+        "install" => Personality::Install(rest[1..].to_vec()),
+        "completions" => Personality::Completions(rest[1..].to_vec()),
+        "manpage" => Personality::Manpage(rest[1..].to_vec()),
         name => by_name(name, &rest[1..]).unwrap_or(Personality::Unknown(first)),
     }
 }
@@ -146,6 +155,16 @@ mod tests {
         assert!(
             matches!(resolve(argv(&["ikigai-tools", "mcp", "--http", "9"])), Personality::Mcp(r) if r == argv(&["--http", "9"]))
         );
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "install", "/p"])), Personality::Install(r) if r == argv(&["/p"]))
+        );
+        assert!(
+            matches!(resolve(argv(&["ikigai-tools", "completions", "zsh"])), Personality::Completions(r) if r == argv(&["zsh"]))
+        );
+        assert!(matches!(
+            resolve(argv(&["ikigai-tools", "manpage"])),
+            Personality::Manpage(r) if r.is_empty()
+        ));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod exit;
 #[cfg(test)]
 mod fuzzing;
 mod host;
+mod install;
 mod mcp;
 mod out;
 mod protocol;
@@ -46,6 +47,9 @@ fn main() -> ExitCode {
         Personality::SandboxExec(rest) => sandbox::exec::main(&rest),
         Personality::SandboxSpawner(rest) => sandbox::spawner::main(&rest),
         Personality::Mcp(rest) => mcp::server::main(rest),
+        Personality::Install(rest) => install::install(&rest),
+        Personality::Completions(rest) => install::completions(&rest),
+        Personality::Manpage(rest) => install::manpage(&rest),
         Personality::List => {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.command()).collect();
             out::print_out(names.join("\n").as_bytes(), true);
@@ -96,6 +100,8 @@ fn help() -> String {
          TOOL [...]              (through a link named after the tool)\n       \
          ikigai [...]            (the host)\n       \
          ikigai-tools mcp [--http HOST:PORT]  (the tools as an MCP server)\n       \
+         ikigai-tools install [PREFIX] [--uninstall]  (default ~/.local)\n       \
+         ikigai-tools completions bash|zsh|fish | manpage [ikigai|ikigai-tools]\n       \
          ikigai-tools --list | --help | --version\n\ntools:\n",
     );
     for tool in tools::TOOLS {

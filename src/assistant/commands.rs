@@ -123,6 +123,11 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
     ("resume", "/resume ID", "Continue a session from /sessions"),
     ("cost", "/cost", "Tokens used and their cost since start"),
     (
+        "agents",
+        "/agents",
+        "The agents a task call may name, and where each was read from",
+    ),
+    (
         "context",
         "/context",
         "What the system prompt holds (guidance, environment, project instructions) and the window in use",
@@ -136,6 +141,16 @@ pub static CONVERSATION_COMMANDS: &[(&str, &str, &str)] = &[
         "undo",
         "/undo",
         "Put back the files the model changed in its last turn that changed any",
+    ),
+    (
+        "skills",
+        "/skills",
+        "The skills the model is told of, where each is, and those left out",
+    ),
+    (
+        "hooks",
+        "/hooks",
+        "List the hooks configured, with where each came from",
     ),
 ];
 

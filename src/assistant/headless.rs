@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::conversation::{Conversation, ToolHost, TurnEnd, Ui};
+use super::conversation::{Conversation, SubagentStep, ToolHost, TurnEnd, Ui};
 use super::cost;
 use super::model::{Message, ToolCall, ToolFormat, Usage};
 use super::terminal;
@@ -63,6 +63,19 @@ impl RunError {
 pub struct Output {
     pub format: OutputFormat,
     pub last_message: Option<PathBuf>,
+    /// Its file, opened at start without following a link: the answer is
+    /// written through this handle, whatever a tool does to the path.
+    opened: Option<Opened>,
+}
+
+/// An open `--output-last-message` file; equal only to itself.
+#[derive(Clone, Debug)]
+struct Opened(std::sync::Arc<std::fs::File>);
+
+impl PartialEq for Opened {
+    fn eq(&self, other: &Opened) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Output {
@@ -81,14 +94,37 @@ impl Output {
                 return Err("--output-last-message applies to -p MESSAGE only".into());
             }
         }
-        if let Some(path) = &last_message {
-            check_writable_place(path)?;
-        }
+        let opened = match &last_message {
+            Some(path) => {
+                check_writable_place(path)?;
+                Some(open_last_message(path)?)
+            }
+            None => None,
+        };
         Ok(Output {
             format: format.unwrap_or_default(),
             last_message,
+            opened,
         })
     }
+}
+
+/// Opens (or makes) `path` for the answer before any tool runs, reached
+/// without a link from the working directory (or `/`): a link a tool left
+/// there, to `~/.bashrc` say, is refused rather than written through, and
+/// only a regular file is opened (a FIFO would block the run).
+fn open_last_message(path: &Path) -> Result<Opened, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("--output-last-message: {e}"))?;
+    let why = |e: std::io::Error| format!("--output-last-message: {}: {e}", path.display());
+    let walk = crate::host::files::Beneath::walk(&cwd, &cwd.join(path)).map_err(why)?;
+    let file = walk.open_write().map_err(|e| {
+        format!(
+            "--output-last-message: {} {e}; ikigai writes the answer only to a file reached \
+             without a link",
+            path.display()
+        )
+    })?;
+    Ok(Opened(std::sync::Arc::new(file)))
 }
 
 /// A file may be made at `path`: its directory exists and it is not itself
@@ -164,7 +200,8 @@ pub fn run(
     let (end, tally, gone) = signals::guarded(|cancel| {
         let mut events = Events::new(stream, cancel, Box::new(crate::out::try_say));
         events.session_started(conversation, host);
-        let end = conversation.send(message, host, &mut events, cancel);
+        let end =
+            crate::assistant::custom::run::send(message, conversation, host, &mut events, cancel);
         (end, events.tally, events.gone)
     });
     let code = code_of(end, gone);
@@ -185,6 +222,12 @@ pub fn run(
             let why = "stopped at the tool-round limit (--max-tool-rounds) with the model \
                        still calling tools";
             events.error_event(why, Some(Failure::RoundLimit.code()));
+            error = Some(why.to_string());
+        }
+        TurnEnd::Blocked => {
+            events.flush_error(None);
+            let why = "a hook blocked the message or stopped the turn";
+            events.error_event(why, Some("HOOK_BLOCKED"));
             error = Some(why.to_string());
         }
         TurnEnd::Cancelled => {
@@ -239,7 +282,7 @@ fn code_of(end: TurnEnd, gone: bool) -> u8 {
         TurnEnd::RoundLimit => exit::ROUND_LIMIT,
         TurnEnd::Cancelled => exit::INTERRUPTED,
         _ if gone => exit::INTERRUPTED,
-        TurnEnd::Failed | TurnEnd::NotConfigured => exit::FAILURE,
+        TurnEnd::Failed | TurnEnd::NotConfigured | TurnEnd::Blocked => exit::FAILURE,
     }
 }
 
@@ -259,14 +302,21 @@ fn answer(added: &[Message]) -> String {
 /// Writes the answer to `--output-last-message`'s file, even when empty, so
 /// that a file left by an earlier run is never taken for this one's answer.
 fn write_last_message(output: &Output, text: &str) -> Result<(), String> {
-    match &output.last_message {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            format!(
-                "--output-last-message: cannot write {}: {e}",
-                path.display()
-            )
-        }),
-        None => Ok(()),
+    use std::io::{Seek, Write};
+    match (&output.last_message, &output.opened) {
+        (Some(path), Some(Opened(file))) => {
+            let mut file: &std::fs::File = file;
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(text.as_bytes()))
+                .map_err(|e| {
+                    format!(
+                        "--output-last-message: cannot write {}: {e}",
+                        path.display()
+                    )
+                })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -482,6 +532,64 @@ impl Ui for Events<'_> {
         }));
     }
 
+    /// A subagent's steps as the caller's events are written, each with
+    /// the `parent_call_id` of the task call that runs it; its usage
+    /// reaches `usage` and so the result.
+    fn subagent(&mut self, parent: &ToolCall, step: &SubagentStep) {
+        let event = match step {
+            SubagentStep::Started { agent } => json!({"type": "subagent.started", "agent": agent}),
+            SubagentStep::Text(text) => json!({"type": "assistant.message", "text": text}),
+            SubagentStep::ToolStarted(call) => {
+                self.running.push((call.id.clone(), Instant::now()));
+                json!({
+                    "type": "tool.started",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                })
+            }
+            SubagentStep::ToolFinished { call, envelope } => {
+                let began = self
+                    .running
+                    .iter()
+                    .position(|(id, _)| *id == call.id)
+                    .map(|at| self.running.remove(at).1);
+                let (ok, code) = verdict(envelope);
+                let mut event = json!({
+                    "type": "tool.finished",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "ok": ok,
+                    "duration_ms": began.map_or(0, |t| t.elapsed().as_millis() as u64),
+                });
+                if let Some(code) = code {
+                    event["error_code"] = json!(code);
+                }
+                event
+            }
+            SubagentStep::Notice(text) => {
+                eprintln!("ikigai: subagent: {text}");
+                return;
+            }
+            SubagentStep::Error(text) => {
+                eprintln!("ikigai: subagent: error: {text}");
+                json!({"type": "error", "message": text})
+            }
+            SubagentStep::Asking => return,
+            SubagentStep::Ended { ok, code } => {
+                let mut event = json!({"type": "subagent.finished", "ok": ok});
+                if let Some(code) = code {
+                    event["error_code"] = json!(code);
+                }
+                event
+            }
+        };
+        let mut event = event;
+        event["parent_call_id"] = json!(parent.id);
+        self.flush_error(None);
+        self.emit(event);
+    }
+
     fn plan(&mut self, plan: &Value) {
         self.flush_error(None);
         let mut event = json!({"type": "plan.updated", "plan": plan["plan"]});
@@ -494,7 +602,7 @@ impl Ui for Events<'_> {
 
 /// Whether a call worked, and its error code when not: the envelope's, or
 /// the tool's own when it answered an error inside a run that worked.
-fn verdict(envelope: &Value) -> (bool, Option<String>) {
+pub(super) fn verdict(envelope: &Value) -> (bool, Option<String>) {
     let code = |e: &Value| e["error_code"].as_str().unwrap_or("ERROR").to_string();
     if envelope["tool_success"] == json!(false) {
         return (false, Some(code(envelope)));
@@ -566,7 +674,19 @@ mod tests {
         let output = Output::checked(true, None, Some(file.clone())).unwrap();
         assert_eq!(output.format, OutputFormat::Text);
         assert_eq!(output.last_message, Some(file));
-        assert!(Output::checked(true, None, Some("here.txt".into())).is_ok());
+        let here = dir.path().join("here.txt");
+        assert!(Output::checked(true, None, Some(here)).is_ok());
+        // A link a tool left, at the last component and at a middle one.
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "mine").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("notes.txt")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("via")).unwrap();
+        for linked in ["notes.txt", "via/new.txt"] {
+            let why = Output::checked(true, None, Some(dir.path().join(linked))).unwrap_err();
+            assert!(why.contains("is a symbolic link"), "{why}");
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert!(!dir.path().join("new.txt").exists());
     }
 
     #[test]

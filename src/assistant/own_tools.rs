@@ -17,7 +17,7 @@ use crate::error::ErrorCode;
 use crate::host::call::CallOutcome;
 use crate::host::envelope::{Envelope, Failure};
 use crate::host::jobs::NotStarted;
-use crate::host::own::{self, SHELL_KILL, SHELL_OUTPUT, SHELL_START, UPDATE_PLAN};
+use crate::host::own::{self, SHELL_KILL, SHELL_OUTPUT, SHELL_START, TASK, UPDATE_PLAN};
 use crate::host::settings::Settings;
 
 /// What shell_output answers at most of a job's output: the model's share
@@ -47,7 +47,11 @@ pub fn call(
 }
 
 /// The arguments as the schema allows them, or the envelope saying why not.
-fn checked(name: &str, schema: &Value, arguments: &Value) -> Result<Value, Box<Envelope>> {
+pub(crate) fn checked(
+    name: &str,
+    schema: &Value,
+    arguments: &Value,
+) -> Result<Value, Box<Envelope>> {
     let Some(map) = arguments.as_object() else {
         let what = format!(
             "expected a JSON object, got {}",
@@ -99,6 +103,12 @@ fn answer(
         }
         SHELL_KILL => done(state.jobs.kill(job()), ErrorCode::NotFound),
         UPDATE_PLAN => plan::answer(args),
+        // The conversation runs task calls itself (`conversation::subagent`);
+        // one that reaches the host came from somewhere that cannot.
+        TASK => tool_error(
+            ErrorCode::InvalidArg,
+            "task runs only inside the assistant's conversation".into(),
+        ),
         _ => Envelope::not_found(name, &state.registry.names()),
     }
 }

@@ -5,9 +5,8 @@
 //! `--resume` replays the latest file (by last write), `--resume ID` a given
 //! one, and appends to it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -18,6 +17,7 @@ use serde_json::Value;
 use super::context::environment::Environment;
 use super::model::{Message, ToolCall, ToolResult};
 use crate::host::envelope::{Envelope, Failure};
+use crate::host::files::Dir;
 use crate::tool::Env;
 
 /// One line of a session file.
@@ -90,40 +90,24 @@ pub struct Session {
     environment: Option<Box<Environment>>,
 }
 
-/// Makes `dir` (the sessions directory) and its parent (ikigai's data
-/// directory, which also holds the prompt history) mode 0700, creating them
-/// if needed: conversations hold what the user and the tools said, which is
-/// for the user alone. Files in them are created 0600.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let ours = dir
-        .parent()
-        .filter(|p| p.file_name() == Some("ikigai".as_ref()));
-    for d in [Some(dir), ours].into_iter().flatten() {
-        // Best effort: a directory someone else owns stays as it is, and the
-        // files in it are 0600 all the same.
-        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
-    }
-    Ok(())
+/// Makes `dir` (the sessions directory, or a session's own directory) and
+/// ikigai's data directory above it, mode 0700, checked as the host's own
+/// (`host::files`): conversations hold what the person and the tools said,
+/// which is for the person alone, and a directory a tool shaped is never
+/// written into. Files in them are created 0600.
+pub fn private_dir(dir: &Path) -> std::io::Result<Dir> {
+    Dir::own(dir)
 }
 
 /// `$XDG_DATA_HOME/ikigai/sessions`, or `~/.local/share/ikigai/sessions`.
 pub fn sessions_dir(env: &Env) -> Option<PathBuf> {
-    let data = match env.var("XDG_DATA_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => env.home()?.join(".local").join("share"),
-    };
-    Some(data.join("ikigai").join("sessions"))
+    Some(crate::host::files::data_dir(env)?.join("sessions"))
 }
 
 impl Session {
     /// Starts a new session file in `dir`.
     pub fn create(dir: &Path) -> Result<Session> {
-        private_dir(dir)
+        let dir = private_dir(dir)
             .with_context(|| format!("cannot create the sessions directory {}", dir.display()))?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -132,10 +116,9 @@ impl Session {
         let mut salt = now.subsec_nanos() ^ std::process::id();
         loop {
             let id = format!("{stamp}-{:04x}", salt & 0xffff);
-            let path = dir.join(format!("{id}.jsonl"));
-            let mut options = OpenOptions::new();
-            options.append(true).create_new(true).mode(0o600);
-            match options.open(&path) {
+            let name = format!("{id}.jsonl");
+            let path = dir.path().join(&name);
+            match dir.create_new(&name, 0o600) {
                 Ok(file) => {
                     return Ok(Session {
                         id,
@@ -170,13 +153,14 @@ impl Session {
             }
         };
         let entries = read_entries(&path)?;
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&path)
+        // A session an older version wrote may be readable by others: its
+        // directory and file are made private; one a tool shaped is refused.
+        let own =
+            private_dir(dir).with_context(|| format!("cannot resume from {}", dir.display()))?;
+        let name = path.file_name().unwrap_or_default();
+        let mut file = own
+            .open_existing(name, true)
             .with_context(|| format!("cannot append to {}", path.display()))?;
-        // A session an older version wrote may be readable by others.
-        let _ = private_dir(dir);
-        let _ = file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
         // A line torn by a crash must not swallow the next entry.
         let text = std::fs::read(&path).unwrap_or_default();
         if text.last().is_some_and(|b| *b != b'\n') {
@@ -219,10 +203,12 @@ impl Session {
     pub fn append(&mut self, entry: &Entry) -> Result<()> {
         let mut line = serde_json::to_string(entry)?;
         line.push('\n');
+        let dir = self.path.parent().unwrap_or(Path::new("."));
         self.file
             .write_all(line.as_bytes())
             .and_then(|_| self.file.flush())
-            .with_context(|| format!("cannot write the session log {}", self.path.display()))
+            .map_err(|e| crate::host::files::plain(e, dir, &self.path))
+            .context("cannot write the session log")
     }
 }
 

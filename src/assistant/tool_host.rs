@@ -92,6 +92,14 @@ impl Tools {
             .clone();
         self.with_registry(|s| {
             let mut settings = s.settings.clone();
+            if let Some(dir) = &session {
+                // ikigai's data directory is hidden from tools, but for this
+                // session's saved outputs and jobs' logs, which the model is
+                // pointed to (its undo store stays hidden).
+                let guard = &mut settings.sandbox.guard;
+                guard.allow_read.push(dir.clone());
+                guard.hide.push(dir.join("undo"));
+            }
             if !sandboxed {
                 settings.sandbox.mode = crate::sandbox::Mode::Off;
             }

@@ -13,11 +13,25 @@
 //! `MAX_FILE` is not kept, and the call says so. Changes made through bash
 //! (or a background shell) are not tracked: the message remembers that one
 //! ran, and `/undo` says so.
+//!
+//! The host does this outside the fence, on paths a tool could have shaped,
+//! so it follows no link (`host::files::Beneath`): a file is kept only when
+//! it is a regular file reached without one (a link to a key, a FIFO or
+//! `/proc/self/environ` is not kept); each directory on the way is noted
+//! (device and inode), and `/undo` walks the path again the same way, puts
+//! the file back only when every directory is still the one that held it,
+//! and creates, replaces or removes it relative to that directory's handle.
+//! A path that no longer resolves so is reported and left alone.
 
+use std::ffi::{CString, OsStr};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::io::{self, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use crate::host::files::{self, Beneath, Dir, Identity};
 
 use serde_json::Value;
 
@@ -37,8 +51,8 @@ pub struct Undo {
     turns: Vec<Turn>,
     /// The bytes the store holds.
     bytes: u64,
-    dir: Option<PathBuf>,
-    temp: Option<tempfile::TempDir>,
+    /// The store, once made (`ID/undo/` of the session's directory).
+    dir: Option<Dir>,
 }
 
 struct Turn {
@@ -50,6 +64,9 @@ struct Turn {
 
 struct Kept {
     path: PathBuf,
+    /// The directories on its way when it was kept, from the workspace
+    /// (or `/`) down, as far as they existed.
+    dirs: Vec<Identity>,
     before: Before,
     /// The file as it was before the first call, and after the last.
     first: Option<Stamp>,
@@ -58,8 +75,9 @@ struct Kept {
 
 enum Before {
     Absent,
-    /// Its bytes, in this file of the store, and its permission bits.
-    Saved(PathBuf, u64, u32),
+    /// Its bytes, in this file of the store (message, number), its size
+    /// and its permission bits.
+    Saved((u64, usize), u64, u32),
     /// Over `MAX_FILE` (or the store is full): not kept.
     NotKept(String),
 }
@@ -73,14 +91,34 @@ struct Stamp {
     ctime: (i64, i64),
 }
 
+/// The file at `path` as it is, reached without a link, not followed if
+/// it is one itself.
 fn stamp(path: &Path) -> Option<Stamp> {
-    let m = fs::metadata(path).ok()?;
+    let st = Beneath::walk(&workspace(), path).ok()?.stat()?;
     Some(Stamp {
-        ino: m.ino(),
-        len: m.len(),
-        mtime: (m.mtime(), m.mtime_nsec()),
-        ctime: (m.ctime(), m.ctime_nsec()),
+        ino: st.st_ino,
+        len: st.st_size as u64,
+        mtime: (st.st_mtime, st.st_mtime_nsec),
+        ctime: (st.st_ctime, st.st_ctime_nsec),
     })
+}
+
+/// Where the tools run, from which paths are walked (the person chose it,
+/// so it is taken as it is).
+fn workspace() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+}
+
+/// The directories on `path`'s way that exist, walked without a link.
+fn identities(path: &Path) -> Vec<Identity> {
+    let mut at = path.to_path_buf();
+    // The nearest ancestor that walks: a call may make the ones below.
+    while at.pop() {
+        if let Ok(walk) = Beneath::walk(&workspace(), &at.join(".ikigai-undo-probe")) {
+            return walk.dirs;
+        }
+    }
+    Vec::new()
 }
 
 /// What `/undo` did.
@@ -126,13 +164,14 @@ impl Undo {
             if self.turn().files.iter().any(|k| k.path == path) {
                 continue;
             }
-            let before = self.keep(&path, session);
+            let (before, dirs) = self.keep(&path, session);
             if let Before::NotKept(why) = &before {
                 notes.push(format!("{}: {why}", path.display()));
             }
             let first = stamp(&path);
             self.turn().files.push(Kept {
                 path,
+                dirs,
                 before,
                 first,
                 last: first,
@@ -165,42 +204,61 @@ impl Undo {
         self.turns.last_mut().expect("pushed")
     }
 
-    /// Saves the file's bytes into the store.
-    fn keep(&mut self, path: &Path, session: Option<&Path>) -> Before {
-        let meta = match fs::metadata(path) {
-            Ok(meta) if meta.is_file() => meta,
-            Ok(_) => return Before::NotKept("not a regular file".into()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Before::Absent,
-            Err(e) => return Before::NotKept(format!("cannot be read ({e})")),
+    /// Saves the file's bytes into the store: only a regular file reached
+    /// without a link. Returns them with the directories on its way.
+    fn keep(&mut self, path: &Path, session: Option<&Path>) -> (Before, Vec<Identity>) {
+        let walk = match Beneath::walk(&workspace(), path) {
+            Ok(walk) => walk,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return (Before::Absent, identities(path));
+            }
+            Err(e) => {
+                let why = format!("not reached without a link: {e}");
+                return (Before::NotKept(why), Vec::new());
+            }
         };
-        if meta.len() > MAX_FILE {
-            return Before::NotKept(format!(
+        let dirs = walk.dirs.clone();
+        let (mut file, st) = match walk.open_regular() {
+            Ok(opened) => opened,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return (Before::Absent, dirs),
+            Err(e) => return (Before::NotKept(e.to_string()), dirs),
+        };
+        let len = st.st_size as u64;
+        if len > MAX_FILE {
+            let why = format!(
                 "{} MiB is over the {} MiB that /undo keeps",
-                meta.len() >> 20,
+                len >> 20,
                 MAX_FILE >> 20
-            ));
+            );
+            return (Before::NotKept(why), dirs);
         }
-        self.make_room(meta.len());
-        if self.bytes + meta.len() > MAX_STORE {
-            return Before::NotKept("this message's files already fill the undo store".into());
+        self.make_room(len);
+        if self.bytes + len > MAX_STORE {
+            let why = "this message's files already fill the undo store".to_string();
+            return (Before::NotKept(why), dirs);
         }
-        let Some(dir) = self.store(session) else {
-            return Before::NotKept("the undo store cannot be made".into());
-        };
-        let turn_dir = dir.join(self.message.to_string());
         let n = self.turns.last().map_or(0, |t| t.files.len());
-        let saved = turn_dir.join(n.to_string());
-        let copied = private_dir(&turn_dir).and_then(|()| {
+        let message = self.message;
+        let copied = self.store(session).and_then(|store| {
+            let turn = store.sub(message.to_string())?;
             // A previous run's store may hold the name; the copy replaces it.
-            fs::copy(path, &saved)?;
-            fs::set_permissions(&saved, fs::Permissions::from_mode(0o600))
+            turn.remove_file(n.to_string())?;
+            let mut to = turn.create_new(n.to_string(), 0o600)?;
+            io::copy(&mut file, &mut to)
+                .map_err(|e| files::plain(e, turn.path(), &turn.path().join(n.to_string())))
         });
         match copied {
-            Ok(()) => {
-                self.bytes += meta.len();
-                Before::Saved(saved, meta.len(), meta.permissions().mode() & 0o7777)
+            Ok(copied) => {
+                self.bytes += copied;
+                (
+                    Before::Saved((message, n), copied, st.st_mode & 0o7777),
+                    dirs,
+                )
             }
-            Err(e) => Before::NotKept(format!("cannot be copied into the undo store ({e})")),
+            Err(e) => (
+                Before::NotKept(format!("cannot be copied into the undo store ({e})")),
+                dirs,
+            ),
         }
     }
 
@@ -214,35 +272,31 @@ impl Undo {
     }
 
     fn forget(&mut self, turn: &Turn) {
-        for kept in &turn.files {
-            if let Before::Saved(file, len, _) = &kept.before {
-                let _ = fs::remove_file(file);
+        let Some(store) = &self.dir else {
+            return;
+        };
+        let kept = store.sub(turn.message.to_string()).ok();
+        for kept_file in &turn.files {
+            if let Before::Saved((_, n), len, _) = &kept_file.before {
+                if let Some(dir) = &kept {
+                    let _ = dir.remove_file(n.to_string());
+                }
                 self.bytes -= len;
             }
         }
-        if let Some(dir) = &self.dir {
-            let _ = fs::remove_dir(dir.join(turn.message.to_string()));
-        }
+        store.remove_dir(turn.message.to_string());
     }
 
-    fn store(&mut self, session: Option<&Path>) -> Option<PathBuf> {
+    /// The store, made the host's own the first time: under the session's
+    /// directory, never under `$TMPDIR`.
+    fn store(&mut self, session: Option<&Path>) -> io::Result<&Dir> {
         if self.dir.is_none() {
-            let dir = match session {
-                Some(session) => session.join("undo"),
-                None => {
-                    let temp = tempfile::Builder::new()
-                        .prefix("ikigai-undo-")
-                        .tempdir()
-                        .ok()?;
-                    let path = temp.path().to_path_buf();
-                    self.temp = Some(temp);
-                    path
-                }
-            };
-            private_dir(&dir).ok()?;
-            self.dir = Some(dir);
+            let session = session.ok_or_else(|| {
+                io::Error::other("this conversation has no session directory to keep it in")
+            })?;
+            self.dir = Some(Dir::own(&session.join("undo"))?);
         }
-        self.dir.clone()
+        Ok(self.dir.as_ref().expect("made"))
     }
 
     /// Restores the files of the newest message that changed any; a file
@@ -265,7 +319,17 @@ impl Undo {
                 report.left.push(path);
                 continue;
             }
-            match restore(&path, &kept.before) {
+            let saved = match &kept.before {
+                Before::Saved((message, n), _, _) => self
+                    .dir
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("the undo store is gone"))
+                    .and_then(|d| d.sub(message.to_string()))
+                    .and_then(|d| d.open_existing(n.to_string(), false))
+                    .map(Some),
+                _ => Ok(None),
+            };
+            match saved.and_then(|saved| restore(&path, &kept.dirs, &kept.before, saved)) {
                 Ok(()) => report.restored.push(path),
                 Err(e) => report.failed.push((path, e.to_string())),
             }
@@ -373,50 +437,103 @@ pub fn patch_paths(patch: &str) -> Vec<PathBuf> {
     crate::tools::apply_patch::paths(patch)
 }
 
-/// `path` from the working directory the tools run in, through a link to
-/// the file it names (the tools write the file, not the link).
+/// `path` from the working directory the tools run in, `.` and `..` taken
+/// lexically: never resolved through a link.
 fn absolute(path: &Path) -> PathBuf {
-    if let Ok(real) = fs::canonicalize(path) {
-        return real;
-    }
-    match std::env::current_dir() {
-        Ok(cwd) if path.is_relative() => cwd.join(path),
-        _ => path.to_path_buf(),
-    }
+    files::lexical(&workspace().join(path))
 }
 
-/// Puts `before` back at `path`: the bytes, through a temporary file
-/// renamed over it (readers see old or new), or no file.
-fn restore(path: &Path, before: &Before) -> std::io::Result<()> {
+/// Puts `before` back at `path`, relative to the handle of its directory
+/// reached without a link, each directory on the way the one `dirs` noted:
+/// the bytes (`saved`), through a temporary file renamed over it (readers
+/// see old or new), or no file.
+fn restore(
+    path: &Path,
+    dirs: &[Identity],
+    before: &Before,
+    saved: Option<fs::File>,
+) -> io::Result<()> {
+    let left = |why: String| io::Error::other(format!("{why}; left alone"));
+    let walk = Beneath::walk(&workspace(), path)
+        .map_err(|e| left(format!("no longer reached without a link ({e})")))?;
+    if !walk.dirs.starts_with(dirs) {
+        return Err(left(
+            "a directory on its way is not the one that held it".to_string(),
+        ));
+    }
+    let now = walk.stat();
+    let is_dir = now.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    if is_dir {
+        return Err(left("it is a directory now".into()));
+    }
     match before {
-        Before::Absent => match fs::remove_file(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        },
-        Before::Saved(saved, _, mode) => {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            fs::create_dir_all(dir)?;
-            let mut temp = tempfile::Builder::new()
-                .prefix(".ikigai-undo-")
-                .tempfile_in(dir)?;
-            let mut from = fs::File::open(saved)?;
-            std::io::copy(&mut from, temp.as_file_mut())?;
-            temp.as_file()
-                .set_permissions(fs::Permissions::from_mode(*mode))?;
-            temp.as_file_mut().flush()?;
-            temp.persist(path).map_err(|e| e.error)?;
-            Ok(())
+        // A file, or a link itself (never what it names).
+        Before::Absent => unlink_at(&walk, &walk.name),
+        Before::Saved(_, _, mode) => {
+            let mut from = saved.ok_or_else(|| io::Error::other("its kept copy is gone"))?;
+            let (temp_name, mut temp) = temp_at(&walk)?;
+            let written = io::copy(&mut from, &mut temp)
+                .and_then(|_| temp.set_permissions(fs::Permissions::from_mode(*mode)))
+                .and_then(|_| temp.flush())
+                .and_then(|_| rename_at(&walk, &temp_name, &walk.name));
+            if written.is_err() {
+                let _ = unlink_at(&walk, &temp_name);
+            }
+            written
         }
-        Before::NotKept(why) => Err(std::io::Error::other(why.clone())),
+        Before::NotKept(why) => Err(io::Error::other(why.clone())),
     }
 }
 
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+fn cstring(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::other("a name holds a NUL byte"))
+}
+
+/// A new temporary file beside the walk's last component, never a link.
+fn temp_at(walk: &Beneath) -> io::Result<(std::ffi::OsString, fs::File)> {
+    for n in 0..100u32 {
+        let name = std::ffi::OsString::from(format!(".ikigai-undo-{}-{n}", std::process::id()));
+        let c = cstring(&name)?;
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                walk.dirfd(),
+                c.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600 as libc::c_uint,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a descriptor just opened and owned by nobody else.
+            return Ok((name, unsafe { fs::File::from_raw_fd(fd) }));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+    }
+    Err(io::Error::other("no temporary name is free beside it"))
+}
+
+fn rename_at(walk: &Beneath, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let (from, to) = (cstring(from)?, cstring(to)?);
+    // SAFETY: a valid directory descriptor and NUL-terminated names.
+    match unsafe { libc::renameat(walk.dirfd(), from.as_ptr(), walk.dirfd(), to.as_ptr()) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+fn unlink_at(walk: &Beneath, name: &OsStr) -> io::Result<()> {
+    let c = cstring(name)?;
+    // SAFETY: a valid directory descriptor and a NUL-terminated name.
+    match unsafe { libc::unlinkat(walk.dirfd(), c.as_ptr(), 0) } {
+        0 => Ok(()),
+        _ => match io::Error::last_os_error() {
+            e if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            e => Err(e),
+        },
+    }
 }
 
 /// A helper for the approval prompt: the files over `MAX_FILE` a call
@@ -502,5 +619,142 @@ mod tests {
         assert_eq!(fs::read_to_string(&a).unwrap(), "someone");
         assert!(undo.undo(&mut |_| true).is_none());
         assert_eq!(undo.bytes, 0);
+    }
+}
+
+#[cfg(test)]
+mod trap_tests {
+    //! What a tool may leave where /undo acts: links at the last and at a
+    //! middle component, a directory swapped for another, a file replaced
+    //! by a directory, a FIFO, `/proc/self/*`.
+    use super::*;
+    use serde_json::json;
+    use std::os::unix::fs::symlink;
+
+    fn write(p: &Path) -> Value {
+        json!({"file_path": p.to_str().unwrap()})
+    }
+
+    /// One message whose file_write of each path is kept, then `change`.
+    fn written(undo: &mut Undo, session: &Path, paths: &[&Path]) -> Vec<Option<String>> {
+        undo.next_message();
+        let notes = paths
+            .iter()
+            .map(|p| undo.before_call("file_write", &write(p), Some(session)))
+            .collect();
+        for p in paths {
+            let _ = fs::write(p, "model");
+            undo.after_call("file_write", &write(p));
+        }
+        notes
+    }
+
+    #[test]
+    fn undo_never_restores_or_removes_through_a_directory_a_tool_replaced() {
+        let root = tempfile::tempdir().unwrap();
+        let (w, outside) = (root.path().join("w"), root.path().join("outside"));
+        fs::create_dir_all(w.join("cfg")).unwrap();
+        fs::create_dir_all(w.join("new")).unwrap();
+        fs::create_dir_all(w.join("other")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        let config = w.join("cfg/config.toml");
+        fs::write(&config, "mine").unwrap();
+        let created = w.join("new/made.txt");
+        let swapped = w.join("other/f.txt");
+        fs::write(&swapped, "before").unwrap();
+        let became_dir = w.join("d.txt");
+        fs::write(&became_dir, "before").unwrap();
+        let mut undo = Undo::default();
+        let session = root.path().join("session");
+        written(
+            &mut undo,
+            &session,
+            &[&config, &created, &swapped, &became_dir],
+        );
+        // The tool's traps: a middle component now a link to the person's
+        // config; a link where the made file's directory was; a directory
+        // of the same name that is another; a file become a directory.
+        fs::write(outside.join("config.toml"), "person's").unwrap();
+        fs::write(outside.join("made.txt"), "person's").unwrap();
+        fs::remove_dir_all(w.join("cfg")).unwrap();
+        symlink(&outside, w.join("cfg")).unwrap();
+        fs::remove_dir_all(w.join("new")).unwrap();
+        symlink(&outside, w.join("new")).unwrap();
+        fs::rename(w.join("other"), w.join("other.old")).unwrap();
+        fs::create_dir(w.join("other")).unwrap();
+        fs::write(&swapped, "model").unwrap();
+        fs::remove_file(&became_dir).unwrap();
+        fs::create_dir(&became_dir).unwrap();
+        let report = undo.undo(&mut |_| true).unwrap();
+        assert!(report.restored.is_empty(), "{report:?}");
+        let why = |p: &Path| {
+            report
+                .failed
+                .iter()
+                .find(|f| f.0 == p)
+                .map(|f| f.1.clone())
+                .unwrap_or_else(|| panic!("{p:?} not reported: {report:?}"))
+        };
+        assert!(
+            why(&config).contains("/w/cfg is a symbolic link); left alone"),
+            "{report:?}"
+        );
+        assert!(why(&created).contains("/w/new is a symbolic link); left alone"));
+        assert!(why(&swapped).contains("not the one that held it; left alone"));
+        assert!(why(&became_dir).contains("it is a directory now; left alone"));
+        assert_eq!(
+            fs::read_to_string(outside.join("config.toml")).unwrap(),
+            "person's"
+        );
+        assert_eq!(
+            fs::read_to_string(outside.join("made.txt")).unwrap(),
+            "person's"
+        );
+        assert_eq!(fs::read_to_string(&swapped).unwrap(), "model");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn only_regular_files_reached_without_a_link_are_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let w = root.path().join("w");
+        fs::create_dir_all(w.join("real")).unwrap();
+        let secret = root.path().join("id_ed25519");
+        fs::write(&secret, "PRIVATE KEY").unwrap();
+        symlink(&secret, w.join("key")).unwrap();
+        symlink(w.join("real"), w.join("via")).unwrap();
+        fs::write(w.join("real/f"), "f").unwrap();
+        let fifo = w.join("fifo");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let session = root.path().join("session");
+        let mut undo = Undo::default();
+        undo.next_message();
+        let note = |undo: &mut Undo, p: &Path| {
+            undo.before_call("file_write", &write(p), Some(&session))
+                .unwrap_or_default()
+        };
+        let key = note(&mut undo, &w.join("key"));
+        assert!(key.contains("key: is a symbolic link"), "{key}");
+        let via = note(&mut undo, &w.join("via/f"));
+        assert!(via.contains("via is a symbolic link"), "{via}");
+        // Never blocks on a FIFO; never copies the host's own environment.
+        let f = note(&mut undo, &fifo);
+        assert!(f.contains("is a FIFO, not a regular file"), "{f}");
+        let environ = note(&mut undo, Path::new("/proc/self/environ"));
+        assert!(
+            environ.contains("/proc/self is a symbolic link"),
+            "{environ}"
+        );
+        let environ = note(&mut undo, Path::new("/proc/thread-self/environ"));
+        assert!(environ.contains("symbolic link"), "{environ}");
+        assert_eq!(undo.bytes, 0);
+        let kept: Vec<_> = fs::read_dir(session.join("undo"))
+            .map(|d| d.flatten().collect())
+            .unwrap_or_default();
+        assert!(kept
+            .iter()
+            .all(|e| fs::read_dir(e.path()).unwrap().count() == 0));
     }
 }

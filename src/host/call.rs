@@ -166,7 +166,11 @@ fn call_with(
         // fenced like any process it starts); the client carries the call.
         Protocol::Mcp => {
             let reply = crate::mcp::client::call(name, arguments, limits.timeout, cancel);
-            return CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+            let mut outcome = CallOutcome::new(crate::mcp::client::envelope(name, &reply), vec![]);
+            if let Some(fence) = crate::mcp::client::fence_of(name) {
+                outcome.sandbox = envelope::sandbox_note(&outcome.envelope, &fence);
+            }
+            return outcome;
         }
     };
     let fence = settings.sandbox.fence(name, open_world(entry));
@@ -283,11 +287,59 @@ fn tool_env(name: &str, pass: &[String]) -> Vec<(OsString, OsString)> {
     env
 }
 
+/// A program the host runs for itself on a workspace a tool could have
+/// shaped (git's facts at start, which obey a repository's config and so
+/// could run what a tool wrote there): inside the read-only fence, with no
+/// network, the guard's paths hidden, and an environment without secrets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadOnly {
+    args: Vec<OsString>,
+}
+
+impl ReadOnly {
+    /// The fence for `settings`, or None where this kernel cannot build it
+    /// (then the program is not run at all).
+    pub fn new(settings: &Settings) -> Option<ReadOnly> {
+        use crate::sandbox::{Mode, Support};
+        let gap = match settings.sandbox.mode {
+            Mode::Off => Support::detect().gap(Mode::ReadOnly),
+            _ => settings.sandbox.unavailable.clone(),
+        };
+        if gap.is_some() {
+            return None;
+        }
+        let fence = Fence {
+            mode: crate::sandbox::Mode::ReadOnly,
+            writable: Vec::new(),
+            network: false,
+            guard: settings.sandbox.guard.clone(),
+            limits: settings.sandbox.limits,
+        };
+        Some(ReadOnly {
+            args: exec::arguments(&fence, false),
+        })
+    }
+
+    /// `program` with `args`, to run inside the fence.
+    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(own_executable());
+        // The name decides the personality; "ikigai-tools" is none of the
+        // tools, so the first argument (sandbox-exec) does.
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "ikigai-tools");
+        cmd.args(&self.args)
+            .arg(program)
+            .args(args)
+            .env_clear()
+            .envs(secrets::base_env(std::env::vars_os()));
+        cmd
+    }
+}
+
 /// This executable, to run as the containment process: `/proc/self/exe`
 /// names the very file the host runs from, even if it was replaced or
 /// deleted since (a rebuild while the assistant runs); without /proc, the
 /// path it was started from, looked up once.
-pub(super) fn own_executable() -> &'static Path {
+pub fn own_executable() -> &'static Path {
     static EXE: OnceLock<std::path::PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
         let proc_exe = Path::new("/proc/self/exe");

@@ -12,7 +12,7 @@ use super::settings::{parse_dir, parse_size, parse_timeout, Overrides};
 use crate::sandbox::Mode;
 
 /// The subcommands' names, which `--resume` never takes as its ID.
-pub const SUBCOMMANDS: &[&str] = &["tools", "schema", "call", "sandbox"];
+pub const SUBCOMMANDS: &[&str] = &["tools", "schema", "call", "sandbox", "acp"];
 
 #[derive(FromArgs, Debug)]
 /// ikigai: the host of the ikigai tools. It discovers tools (executables
@@ -57,6 +57,11 @@ pub struct Ikigai {
     /// tools may)
     #[argh(switch)]
     pub network: bool,
+
+    /// trust this project's own files for this run (its .ikigai/config.toml,
+    /// .mcp.json, commands, skills and agents) without asking
+    #[argh(switch)]
+    pub trust: bool,
 
     /// a path sandboxed tools may read although it is among the secret
     /// paths that `ikigai sandbox check` lists (repeatable)
@@ -163,7 +168,15 @@ pub enum Subcommand {
     Schema(SchemaCommand),
     Call(CallCommand),
     Sandbox(SandboxCommand),
+    Acp(AcpCommand),
 }
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "acp")]
+/// the assistant as an Agent Client Protocol agent for editors (Zed,
+/// JetBrains, neovim, Emacs): JSON-RPC on stdin and stdout, diagnostics on
+/// stderr. The editor starts it; approval asks through the editor.
+pub struct AcpCommand {}
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "sandbox")]

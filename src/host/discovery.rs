@@ -40,7 +40,14 @@ const QUOTE: usize = 160;
 /// timeout when there are any); safe to call from any thread.
 pub fn discover(settings: &Settings) -> Registry {
     std::thread::scope(|s| {
-        let mcp = s.spawn(|| crate::mcp::client::start(settings.mcp_config.as_deref()));
+        let mcp = s.spawn(|| {
+            let files: Vec<&Path> = [&settings.mcp_config, &settings.project_mcp]
+                .into_iter()
+                .flatten()
+                .map(PathBuf::as_path)
+                .collect();
+            crate::mcp::client::start_all(&files, &settings.mcp_servers, &settings.sandbox)
+        });
         let mut candidates = Vec::new();
         let mut skipped = Vec::new();
         for (dir, origin) in directories(settings) {

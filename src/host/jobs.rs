@@ -7,17 +7,16 @@
 //! parent-death signal ends it with the host, even when the host is killed.
 //!
 //! Our bash copies its command's output to stderr as it comes; the job
-//! appends each piece to a log file (the whole output, under the session's
-//! directory) and keeps the last `KEPT` bytes in memory, from which
+//! appends each piece to a log file (under the session's directory, made
+//! through `host::files`; at most its newest `MAX_LOG` bytes) and keeps the last `KEPT` bytes in memory, from which
 //! `output` answers what was written since the last read. At most
 //! `MAX_RUNNING` jobs run at once. A job that ended is kept for
 //! `FORGET_AFTER` (at most `MAX_ENDED` of them); after that, asking for it
 //! says so and names its log.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -26,6 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::call;
+use super::files::{self, Dir};
 use super::registry::Registry;
 use super::settings::Settings;
 
@@ -41,6 +41,8 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(600);
 const MAX_ENDED: usize = 16;
 /// How long `kill` waits for a job to be gone before it answers.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+/// The most bytes a job's log keeps: its newest output.
+pub const MAX_LOG: u64 = 256 << 20;
 /// The tool a job runs its command with.
 const SHELL: &str = "bash";
 
@@ -63,8 +65,6 @@ struct Table {
     jobs: Vec<Job>,
     /// Jobs no longer kept: (id, how they ended, when, their log).
     forgotten: Vec<(u64, Status, Instant, PathBuf)>,
-    /// Where logs go when the caller has no session directory.
-    temp: Option<tempfile::TempDir>,
 }
 
 struct Job {
@@ -134,9 +134,9 @@ pub struct Listed {
 }
 
 impl Jobs {
-    /// Starts `command` as a job, its log in `dir/jobs/` (a private
-    /// temporary directory when `dir` is None), and answers at once with
-    /// its id. Err: why it cannot start, for the model.
+    /// Starts `command` as a job, its log in `dir/jobs/` (`dir`: the
+    /// session's directory; without one no job starts), and answers at
+    /// once with its id. Err: why it cannot start, for the model.
     pub fn start(
         &self,
         registry: &Registry,
@@ -169,14 +169,18 @@ impl Jobs {
             )));
         }
         let id = table.last_id + 1;
-        let logs = match dir {
-            Some(dir) => dir.join("jobs"),
-            None => table.temp_dir().map_err(NotStarted::Cannot)?.join("jobs"),
-        };
-        let log = logs.join(format!("{id}.log"));
-        let file = open_log(&logs, &log).map_err(|e| {
-            NotStarted::Cannot(format!("cannot make the job's log {}: {e}", log.display()))
+        // Only in the session's directory: a directory of the host's own
+        // that tools cannot write (never `$TMPDIR`, where a tool could
+        // plant a link for the host to write through).
+        let dir = dir.ok_or_else(|| {
+            NotStarted::Cannot(
+                "background shells keep their output in the session's directory, and this \
+                 conversation has none (neither XDG_DATA_HOME nor HOME is set)"
+                    .into(),
+            )
         })?;
+        let (file, log) = Log::create(&dir.join("jobs"), id, MAX_LOG)
+            .map_err(|e| NotStarted::Cannot(format!("cannot make the job's log: {e}")))?;
         table.last_id = id;
         let stop = Arc::new(AtomicBool::new(false));
         table.jobs.push(Job {
@@ -219,14 +223,17 @@ impl Jobs {
         shell: super::registry::Entry,
         settings: Settings,
         command: String,
-        mut file: File,
+        file: Log,
         stop: Arc<AtomicBool>,
     ) {
         let registry = Registry::build(vec![shell], vec![]);
         let jobs = self.clone();
+        let file = Arc::new(Mutex::new(file));
+        let log = Arc::clone(&file);
         let watch: super::child::Watch = Box::new(move |piece: &[u8]| {
-            // The log holds everything; a full disk loses only the log.
-            let _ = file.write_all(piece);
+            // The log holds the output's last `MAX_LOG` bytes; a full disk
+            // loses only the log.
+            let _ = log.lock().unwrap_or_else(|e| e.into_inner()).write(piece);
             jobs.append(id, piece);
         });
         let arguments = json!({ "command": command });
@@ -245,6 +252,13 @@ impl Jobs {
         // What the shell said without copying it (a command it could not
         // start at all) is output too.
         let said = result["result"]["output"].as_str().map(str::to_string);
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        if file.written == 0 {
+            if let Some(text) = said.as_deref().filter(|t| !t.is_empty()) {
+                let _ = file.write(text.as_bytes());
+            }
+        }
+        drop(file);
         self.ended(id, status, said);
     }
 
@@ -262,7 +276,6 @@ impl Jobs {
         if let Some(job) = table.jobs.iter_mut().find(|j| j.id == id) {
             if job.total == 0 {
                 if let Some(text) = said.filter(|t| !t.is_empty()) {
-                    let _ = append_to(&job.log, text.as_bytes());
                     job.push(text.as_bytes());
                 }
             }
@@ -412,17 +425,6 @@ impl Table {
             false => format!("there is no job {id} (jobs: {})", known.join(", ")),
         })
     }
-
-    fn temp_dir(&mut self) -> Result<PathBuf, String> {
-        if self.temp.is_none() {
-            let temp = tempfile::Builder::new()
-                .prefix("ikigai-jobs-")
-                .tempdir()
-                .map_err(|e| format!("cannot make a directory for the job's log: {e}"))?;
-            self.temp = Some(temp);
-        }
-        Ok(self.temp.as_ref().expect("made").path().to_path_buf())
-    }
 }
 
 impl Job {
@@ -511,21 +513,85 @@ fn unfinished_char(bytes: &[u8]) -> usize {
 }
 
 /// The log, new, 0600 in a 0700 directory (decision 26).
-fn open_log(dir: &Path, path: &Path) -> std::io::Result<File> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+/// A job's log: the last `limit` bytes of its output at most. Past the
+/// limit, its newest half is copied to a new file that replaces it (one
+/// copy per half a limit written: the log stays a plain file any tool
+/// reads, at twice the writes at worst).
+struct Log {
+    dir: Dir,
+    name: String,
+    file: File,
+    len: u64,
+    limit: u64,
+    /// Bytes written in all.
+    written: u64,
 }
 
-fn append_to(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    OpenOptions::new().append(true).open(path)?.write_all(bytes)
+impl Log {
+    /// A new log for job `id` in `dir` (made the host's own when missing):
+    /// `ID.log`, or `ID-N.log` when a resumed session's job had the id.
+    fn create(dir: &Path, id: u64, limit: u64) -> std::io::Result<(Log, PathBuf)> {
+        let dir = Dir::own(dir)?;
+        for n in 0.. {
+            let name = match n {
+                0 => format!("{id}.log"),
+                n => format!("{id}-{n}.log"),
+            };
+            match dir.create_new(&name, 0o600) {
+                Ok(file) => {
+                    let path = dir.path().join(&name);
+                    let log = Log {
+                        dir,
+                        name,
+                        file,
+                        len: 0,
+                        limit,
+                        written: 0,
+                    };
+                    return Ok((log, path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("an unbounded range ends only by returning")
+    }
+
+    fn write(&mut self, piece: &[u8]) -> std::io::Result<()> {
+        self.written += piece.len() as u64;
+        let piece = &piece[piece.len().saturating_sub(self.limit as usize)..];
+        if self.len + piece.len() as u64 > self.limit {
+            self.keep_newest((self.limit / 2).min(self.limit - piece.len() as u64))?;
+        }
+        self.file
+            .write_all(piece)
+            .map_err(|e| files::plain(e, self.dir.path(), &self.dir.path().join(&self.name)))?;
+        self.len += piece.len() as u64;
+        Ok(())
+    }
+
+    /// Replaces the log by a file holding its newest `keep` bytes.
+    fn keep_newest(&mut self, keep: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let temp = format!(".{}.new", self.name);
+        let _ = self.dir.remove_file(&temp);
+        let mut new = self.dir.create_new(&temp, 0o600)?;
+        let from = self.len.saturating_sub(keep);
+        let mut at = from;
+        let mut buf = vec![0; 1 << 20];
+        while at < self.len {
+            let n = self.file.read_at(&mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            new.write_all(&buf[..n])?;
+            at += n as u64;
+        }
+        self.dir.rename(&temp, &self.name)?;
+        self.len = at - from;
+        self.file = new;
+        Ok(())
+    }
 }
 
 /// "3m05s", "12s", "1h02m".
@@ -541,6 +607,35 @@ pub fn words(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_keeps_its_newest_bytes_and_is_never_written_through_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("s/jobs");
+        let (mut log, path) = Log::create(&dir, 1, 10).unwrap();
+        assert_eq!(path, dir.join("1.log"));
+        for piece in ["abcd", "efgh", "ijkl"] {
+            log.write(piece.as_bytes()).unwrap();
+        }
+        // Past 10 bytes, the newest half was kept and the rest added.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "defghijkl");
+        log.write(b"0123456789abc").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "3456789abc");
+        assert_eq!(log.written, 25);
+        // A resumed session's job 1 has its own file; a link is refused.
+        let (_, again) = Log::create(&dir, 1, 10).unwrap();
+        assert_eq!(again, dir.join("1-1.log"));
+        let outside = root.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::create_dir_all(root.path().join("ikigai/sessions")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.path().join("ikigai/sessions/t")).unwrap();
+        let e = Log::create(&root.path().join("ikigai/sessions/t/jobs"), 1, 10)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("t is a symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
 
     fn job() -> Job {
         Job {

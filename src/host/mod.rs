@@ -25,6 +25,7 @@ pub mod child;
 pub mod cli;
 pub mod discovery;
 pub mod envelope;
+pub mod files;
 pub mod for_model;
 pub mod format;
 pub mod jobs;
@@ -51,7 +52,7 @@ use crate::tool::Env;
 pub enum Start {
     /// A host command ran (or the command line was wrong): exit with this.
     Done(ExitCode),
-    /// No subcommand: the assistant runs, with these options and settings,
+    /// No subcommand (or `acp`): the assistant runs, with these options and settings,
     /// the ID that followed `--resume`, if any, and the config file.
     Assistant(Box<Ikigai>, Box<Settings>, Option<String>, Box<Config>),
 }
@@ -146,7 +147,10 @@ pub fn main(args: Vec<OsString>) -> Start {
         return Start::Done(usage_error(&format!("ikigai: {e}")));
     }
     settings.sandbox.take_limits(&config);
-    let runs_tools = matches!(cli.command, None | Some(Subcommand::Call(_)));
+    let runs_tools = matches!(
+        cli.command,
+        None | Some(Subcommand::Call(_) | Subcommand::Acp(_))
+    );
     if let (true, Some(gap)) = (runs_tools, &settings.sandbox.unavailable) {
         // Said once, here; every call then runs with what the kernel has.
         eprintln!("ikigai: warning: {gap}; tool calls run with only what it supports");
@@ -155,8 +159,18 @@ pub fn main(args: Vec<OsString>) -> Start {
         for gap in &settings.sandbox.guard_gaps {
             eprintln!("ikigai: warning: {gap}");
         }
-        if let Some(warning) = wide_workspace(&settings.sandbox, &env) {
+        // The ACP agent's workspace is its first session's, told then.
+        let acp = matches!(cli.command, Some(Subcommand::Acp(_)));
+        if let Some(warning) = wide_workspace(&settings.sandbox, &env).filter(|_| !acp) {
             eprintln!("ikigai: warning: {warning}");
+        }
+        for server in
+            crate::mcp::client::unfenced(settings.mcp_config.as_deref(), settings.sandbox.mode)
+        {
+            eprintln!(
+                "ikigai: warning: MCP server '{server}' runs unsandboxed, with your rights \
+                 (\"sandbox\": \"off\" in its entry)"
+            );
         }
     }
     Start::Done(match &cli.command {
@@ -186,7 +200,11 @@ pub fn main(args: Vec<OsString>) -> Start {
         None if cli.prompt.as_ref().is_some_and(|p| p.trim().is_empty()) => {
             usage_error("ikigai: -p needs a message; it is empty")
         }
-        None => {
+        Some(Subcommand::Acp(_)) if cli.prompt.is_some() || cli.resume => usage_error(
+            "ikigai: acp takes its messages and sessions from the editor: -p and --resume \
+             do not apply",
+        ),
+        None | Some(Subcommand::Acp(_)) => {
             return Start::Assistant(
                 Box::new(cli),
                 Box::new(settings),

@@ -1,5 +1,6 @@
-//! The assistant's own tools (decisions 68 and 69; docs/decisions.md 104):
-//! `shell_start`, `shell_output`, `shell_kill` and `update_plan`, as
+//! The assistant's own tools (decisions 68, 69 and 86; docs/decisions.md
+//! 104 and 125): `shell_start`, `shell_output`, `shell_kill`,
+//! `update_plan` and `task`, as
 //! registry entries beside the discovered tools, so that the provider's
 //! tools array, approval, scheduling and envelopes treat them as any tool.
 //! The assistant answers their calls itself (they change what the host
@@ -16,12 +17,13 @@ pub const SHELL_START: &str = "shell_start";
 pub const SHELL_OUTPUT: &str = "shell_output";
 pub const SHELL_KILL: &str = "shell_kill";
 pub const UPDATE_PLAN: &str = "update_plan";
+pub const TASK: &str = "task";
 
 /// The longest `wait_ms` of shell_output.
 pub const MAX_WAIT_MS: u64 = 30_000;
 
 /// The schemas, with annotations as our tools carry them (decision 23).
-fn schemas() -> [Value; 4] {
+fn schemas() -> [Value; 5] {
     [
         json!({
             "name": SHELL_START,
@@ -91,6 +93,27 @@ fn schemas() -> [Value; 4] {
             },
             "annotations": {"readOnlyHint": true}
         }),
+        // Read-only: the call itself changes nothing, so several run at
+        // once and none is asked; each call its subagent makes is approved
+        // as the caller's own would be.
+        json!({
+            "name": TASK,
+            "description": "Hand a self-contained task to a subagent: it works in a fresh context of its \
+                own with the same tools (but task) and answers once, and only that answer comes back \
+                to you, not what it read. Use it for searches and investigations that would fill \
+                your context with files, and run several at once for independent parts. The prompt \
+                must say everything the subagent needs: it sees nothing of this conversation.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "A short (3-5 word) name for the task, shown to the user"},
+                    "prompt": {"type": "string", "description": "The whole task for the subagent, and what its answer should hold"},
+                    "agent": {"type": "string", "description": "The agent to run it (one of the agents listed by /agents); without it, a general agent with every tool but task"}
+                },
+                "required": ["description", "prompt"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
     ]
 }
 
@@ -114,7 +137,7 @@ pub fn entries() -> Vec<Entry> {
 
 /// Whether `name` is one of these tools.
 pub fn is_own(name: &str) -> bool {
-    [SHELL_START, SHELL_OUTPUT, SHELL_KILL, UPDATE_PLAN].contains(&name)
+    [SHELL_START, SHELL_OUTPUT, SHELL_KILL, UPDATE_PLAN, TASK].contains(&name)
 }
 
 #[cfg(test)]
@@ -133,7 +156,13 @@ mod tests {
         let registry = Registry::build(vec![impostor], vec![]).with_own(entries());
         assert_eq!(
             registry.names(),
-            ["shell_kill", "shell_output", "shell_start", "update_plan"]
+            [
+                "shell_kill",
+                "shell_output",
+                "shell_start",
+                "task",
+                "update_plan"
+            ]
         );
         assert_eq!(registry.lookup("shell_start").unwrap().origin, Origin::Host);
         assert_eq!(registry.skipped()[0].path, PathBuf::from("/u/shell_start"));

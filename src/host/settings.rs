@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::mcp::client::config::ServerConfig;
 use crate::sandbox::{Fence, Guard, Mode, Support};
 pub use crate::size::parse_size;
 use crate::tool::Env;
@@ -48,6 +49,11 @@ pub struct Settings {
     /// The MCP servers' configuration: `--mcp-config`, `IKIGAI_MCP_CONFIG`
     /// or `~/.ikigai/mcp.json`; None starts no MCP server.
     pub mcp_config: Option<PathBuf>,
+    /// A trusted project's `.mcp.json`, whose servers start beside those.
+    pub project_mcp: Option<PathBuf>,
+    /// Servers given besides the file's (an editor's, over ACP); a name the
+    /// file already uses is the file's.
+    pub mcp_servers: Vec<ServerConfig>,
 }
 
 /// How tool calls are fenced in and contained.
@@ -150,8 +156,26 @@ pub fn guard(env: &Env, mcp_config: Option<&Path>) -> Guard {
         None => home.as_ref().map(|h| h.join(".local").join("share")),
     };
     if let Some(data) = data {
-        // Sessions, history and saved outputs.
+        // Sessions, history, saved outputs and undo stores: hidden (every
+        // session of every project), and read-only where a session's own
+        // directory is given back to its calls.
         guard.protect.push(data.join("ikigai"));
+        guard.hide.push(data.join("ikigai"));
+    }
+    // The MCP server's bearer tokens (decision 73): secret, beside what
+    // tools may read there (the MCP server's saved outputs, the person's
+    // tools, MCP servers and context modules).
+    if let Some(runtime) = env.var("XDG_RUNTIME_DIR").filter(|r| !r.is_empty()) {
+        let ours = PathBuf::from(runtime).join("ikigai");
+        guard.allow_read.push(ours.join("mcp-outputs"));
+        guard.hide.push(ours);
+    }
+    if let Some(home) = &home {
+        let ours = home.join(".ikigai");
+        for readable in ["tools", "mcp.json", "context", "mcp-outputs"] {
+            guard.allow_read.push(ours.join(readable));
+        }
+        guard.hide.push(ours);
     }
     guard.protect.extend(mcp_config.map(Path::to_path_buf));
     guard.socket_dirs.push(PathBuf::from("/tmp/.X11-unix"));
@@ -341,6 +365,8 @@ impl Settings {
             },
             tool_env: BTreeMap::new(),
             mcp_config,
+            project_mcp: None,
+            mcp_servers: Vec::new(),
         }
         .with_kernel_support(Support::detect())
     }
@@ -538,10 +564,20 @@ mod tests {
             "/h/.aws",
             "/h/.netrc",
             "/h/.config/ikigai/credentials.json",
+            "/h/.local/share/ikigai",
+            "/run/user/7/ikigai",
+            "/h/.ikigai",
         ] {
             assert!(g.hide.contains(&PathBuf::from(p)), "{p}");
         }
-        assert!(g.allow_read.contains(&PathBuf::from("/h/.ssh/known_hosts")));
+        for p in [
+            "/h/.ssh/known_hosts",
+            "/run/user/7/ikigai/mcp-outputs",
+            "/h/.ikigai/tools",
+            "/h/.ikigai/mcp.json",
+        ] {
+            assert!(g.allow_read.contains(&PathBuf::from(p)), "{p}");
+        }
         for p in [
             "/h/.bashrc",
             "/h/.ssh/authorized_keys",

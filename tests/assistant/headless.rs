@@ -101,7 +101,7 @@ fn home_with_tools() -> tempfile::TempDir {
 }
 
 /// The lines of a stream-json run, parsed, all valid against the schema.
-fn events(out: &Output) -> Vec<Value> {
+pub(super) fn events(out: &Output) -> Vec<Value> {
     let events: Vec<Value> = out
         .stdout
         .lines()

@@ -11,9 +11,13 @@ use crate::common::{run, Output, Run};
 
 mod agent;
 mod context;
+mod custom;
 mod headless;
+mod hostfiles;
+mod hooks;
 mod policy;
 mod robustness;
+mod subagents;
 mod terminal;
 mod tools;
 

@@ -383,12 +383,12 @@ fn a_bad_config_file_or_rule_stops_the_start_naming_file_line_and_key() {
 
 /// `ikigai` in a tmux window of its own server: a real terminal that keys
 /// are typed into and whose screen is read.
-struct Tmux {
+pub(super) struct Tmux {
     socket: PathBuf,
 }
 
 impl Tmux {
-    fn start(home: &Path, args: &[&str]) -> Tmux {
+    pub(super) fn start(home: &Path, args: &[&str]) -> Tmux {
         let socket = home.join("tmux.sock");
         let mut env = vec![
             format!("HOME={}", home.display()),
@@ -425,7 +425,7 @@ impl Tmux {
         Tmux { socket }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let ok = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
@@ -447,7 +447,7 @@ impl Tmux {
     }
 
     /// Waits until the screen shows `what` `times` times (30 s at most).
-    fn expect(&self, what: &str, times: usize) -> String {
+    pub(super) fn expect(&self, what: &str, times: usize) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen();
@@ -493,7 +493,7 @@ fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-fn tmux_missing() -> bool {
+pub(super) fn tmux_missing() -> bool {
     let missing = Command::new("tmux").arg("-V").output().is_err();
     if missing {
         eprintln!("skipped: tmux is not installed");

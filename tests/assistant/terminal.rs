@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 use crate::common::model_server::{text, Api, ModelServer, Reply};
 
 /// `ikigai` with a pseudo-terminal as its controlling terminal and stdio.
-struct Pty {
+pub(super) struct Pty {
     child: Child,
     master: std::fs::File,
     screen: Arc<Mutex<String>>,
 }
 
 impl Pty {
-    fn spawn(mut cmd: Command) -> Pty {
+    pub(super) fn spawn(mut cmd: Command) -> Pty {
         let (master, slave) = crate::common::openpty();
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -53,13 +53,13 @@ impl Pty {
         }
     }
 
-    fn type_in(&mut self, keys: &str) {
+    pub(super) fn type_in(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).unwrap();
         self.master.flush().unwrap();
     }
 
     /// Waits until the screen shows `what` (a hang fails after 30 s).
-    fn expect(&self, what: &str) {
+    pub(super) fn expect(&self, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.screen.lock().unwrap().contains(what) {
@@ -73,7 +73,7 @@ impl Pty {
     /// Waits until the prompt has been drawn for the `n`th time, so that
     /// keys like Ctrl-D reach the line editor, not the terminal's cooked
     /// mode. (rustyline turns bracketed paste on each time it reads a line.)
-    fn expect_prompt(&self, n: usize) {
+    pub(super) fn expect_prompt(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.screen.lock().unwrap().matches("\x1b[?2004h").count() >= n {
@@ -85,7 +85,7 @@ impl Pty {
     }
 
     /// Waits for the process to leave (a hang fails after 30 s).
-    fn exit_code(&mut self) -> i32 {
+    pub(super) fn exit_code(&mut self) -> i32 {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -97,7 +97,7 @@ impl Pty {
         panic!("ikigai did not leave:\n{}", self.screen.lock().unwrap());
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.screen.lock().unwrap().clone()
     }
 
@@ -114,7 +114,7 @@ impl Pty {
     }
 
     /// Leaves with Ctrl-D at the `n`th prompt, which must exit 0.
-    fn leave(&mut self, prompt: usize) -> String {
+    pub(super) fn leave(&mut self, prompt: usize) -> String {
         self.expect_prompt(prompt);
         self.type_in("\x04");
         assert_eq!(self.exit_code(), 0, "{}", self.screen());
@@ -129,7 +129,7 @@ impl Drop for Pty {
     }
 }
 
-fn command(home: &std::path::Path) -> Command {
+pub(super) fn command(home: &std::path::Path) -> Command {
     // The same clean world as the other assistant tests.
     let mut cmd = Command::new(crate::common::link("ikigai"));
     for var in [
@@ -786,4 +786,53 @@ fn undo_asks_before_putting_back_a_file_someone_changed_since() {
     pty.expect("Restored ");
     pty.leave(6);
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "a by hand\n");
+}
+
+#[test]
+fn undo_never_writes_or_removes_through_a_directory_a_tool_replaced_by_a_link() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = command(home.path());
+    for tool in ["file-write", "bash"] {
+        std::os::unix::fs::symlink(
+            crate::common::link(tool),
+            home.path().join("libexec").join(tool),
+        )
+        .unwrap();
+    }
+    cmd.args(["--provider", "stub"]).env("NO_COLOR", "1");
+    // The person's real config, and a workspace file that says otherwise.
+    let config = home.path().join("config/ikigai");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "# mine\n").unwrap();
+    std::fs::write(config.join("notes.toml"), "# also mine\n").unwrap();
+    let cfg = home.path().join("cfg");
+    std::fs::create_dir(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), "sandbox = \"off\"\n").unwrap();
+    let mut pty = Pty::spawn(cmd);
+    pty.expect_prompt(1);
+    let write = |name: &str| serde_json::json!({"file_path": cfg.join(name), "content": "x = 1\n"});
+    let swap =
+        serde_json::json!({"command": format!("rm -rf cfg && ln -s {} cfg", config.display())});
+    pty.type_in(&format!(
+        "call file_write {} call file_write {} call bash {swap}\r",
+        write("config.toml"),
+        write("notes.toml")
+    ));
+    pty.expect_prompt(2);
+    pty.type_in("/undo\r");
+    pty.expect_count("Restore it anyway? y / n: ", 1);
+    pty.type_in("y\r");
+    pty.expect_count("Restore it anyway? y / n: ", 2);
+    pty.type_in("y\r");
+    pty.expect("no longer reached without a link");
+    let screen = pty.leave(3);
+    assert!(screen.contains("No file was restored."), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(config.join("config.toml")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(config.join("notes.toml")).unwrap(),
+        "# also mine\n"
+    );
 }

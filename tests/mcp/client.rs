@@ -14,7 +14,7 @@ use crate::common::{bin, run, Output, Run};
 
 /// `ikigai` with this MCP configuration, no tool directories of its own and
 /// a HOME of its own.
-fn host(config: &Path, home: &Path) -> Run {
+pub(super) fn host(config: &Path, home: &Path) -> Run {
     let empty = home.join("empty");
     let _ = std::fs::create_dir_all(&empty);
     run("ikigai")
@@ -30,13 +30,13 @@ fn host(config: &Path, home: &Path) -> Run {
         .arg(&empty)
 }
 
-fn write_config(dir: &Path, servers: Value) -> std::path::PathBuf {
+pub(super) fn write_config(dir: &Path, servers: Value) -> std::path::PathBuf {
     let path = dir.join("mcp.json");
     std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
     path
 }
 
-fn fastmcp_stdio(python: &Path, mark: &Path) -> Value {
+pub(super) fn fastmcp_stdio(python: &Path, mark: &Path) -> Value {
     json!({"command": python, "args": [fixture("fastmcp_server.py"), "stdio", mark]})
 }
 
@@ -68,10 +68,13 @@ fn fastmcp_tools_are_listed_and_called() {
         names,
         [
             "mcp__fast__add",
+            "mcp__fast__connect_unix",
             "mcp__fast__fail",
             "mcp__fast__getenv",
             "mcp__fast__hello",
-            "mcp__fast__sleepy"
+            "mcp__fast__read_text",
+            "mcp__fast__sleepy",
+            "mcp__fast__write_text"
         ]
     );
     assert_eq!(
@@ -212,16 +215,24 @@ fn servers_end_with_the_host() {
     let mark = home.path().join("mark");
     let config = write_config(home.path(), json!({ "fast": fastmcp_stdio(python, &mark) }));
     let pidfile = home.path().join("mark.pid");
-    let out = host(&config, home.path())
-        .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
-        .output_signalling(libc::SIGKILL, || pidfile.exists());
-    assert_eq!(out.code, -1, "killed");
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(eventually(|| !alive(pid)), "the server outlived the host");
+    // Unfenced (`ikigai call` alone), and fenced inside sandbox-exec.
+    for sandbox in ["off", "workspace-write"] {
+        let _ = std::fs::remove_file(&pidfile);
+        let out = host(&config, home.path())
+            .args(["--sandbox", sandbox])
+            .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
+            .output_signalling(libc::SIGKILL, || pidfile.exists());
+        assert_eq!(out.code, -1, "killed");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            eventually(|| !alive(pid)),
+            "the server outlived the host ({sandbox})"
+        );
+    }
 }
 
 /// FastMCP over Streamable HTTP on a free port of 127.0.0.1.

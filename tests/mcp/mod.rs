@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::common::bin;
 
 mod client;
+mod fenced;
 mod http;
 mod load;
 mod server;

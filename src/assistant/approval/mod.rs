@@ -65,16 +65,72 @@ pub struct Sourced {
     pub from: String,
 }
 
-/// How the person is asked: the terminal, or a script in tests.
+/// How the person is asked: the terminal, an editor over ACP, or a script
+/// in tests.
 pub trait Prompter: Send {
     /// Shows a block of text.
     fn show(&mut self, text: &str);
     /// Shows `question` and returns the line typed, None when there will be
     /// no answer (end of input, or `cancel` was set by Ctrl-C).
     fn answer(&mut self, question: &str, cancel: &AtomicBool) -> Option<String>;
+    /// Asks `question`, whose answers are `choices`, and returns the key of
+    /// the one chosen (or what was typed, which the caller checks); None as
+    /// for `answer`. A prompter that offers buttons rather than a line
+    /// shows the choices themselves.
+    fn choose(
+        &mut self,
+        question: &str,
+        choices: &[Choice],
+        cancel: &AtomicBool,
+    ) -> Option<String> {
+        let _ = choices;
+        self.answer(question, cancel)
+    }
     /// How to colour what is shown.
     fn paint(&self) -> Paint {
         Paint::for_stream(false)
+    }
+}
+
+/// Who judges a subagent's calls: the caller's own `Approval`, reached
+/// through the caller's conversation, so rules, `a` answers and the
+/// person's questions are the caller's, one question at a time.
+/// Its halves are `Approval`'s own, so hooks run between them in a
+/// subagent as in its caller.
+pub trait Judge: Send {
+    /// What the caller's rules say of the call (`Approval::rules`).
+    fn rules(&self, tool: &str, arguments: &Value, read_only: bool) -> Ruled;
+    /// The caller's person asked about the call (`Approval::question`).
+    fn question(&mut self, tool: &str, arguments: &Value) -> Verdict;
+    fn rerun_outside_sandbox(&mut self, tool: &str, why: &str) -> bool;
+}
+
+/// One answer to a question with fixed answers: what a terminal types
+/// (`key`), what a button says (`label`), and what choosing it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    pub key: &'static str,
+    pub label: String,
+    pub kind: ChoiceKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChoiceKind {
+    /// Run this call.
+    AllowOnce,
+    /// Run it, and calls like it for the rest of the session.
+    AllowAlways,
+    /// Do not run it.
+    RejectOnce,
+}
+
+impl Choice {
+    fn new(key: &'static str, label: impl Into<String>, kind: ChoiceKind) -> Choice {
+        Choice {
+            key,
+            label: label.into(),
+            kind,
+        }
     }
 }
 
@@ -100,6 +156,11 @@ pub struct Approval {
     /// whatever the allow rules say. The conversation sets it from the host
     /// before each round of calls.
     pub unsandboxed: bool,
+    /// Set: every call is judged there instead (a subagent's approval).
+    judge: Option<Box<dyn Judge>>,
+    /// Who asks, when it is not the person's own assistant (`subagent
+    /// 'find config reads'`): said before the question.
+    pub asking_for: Option<String>,
 }
 
 impl Approval {
@@ -124,6 +185,16 @@ impl Approval {
             place: Place { cwd, home },
             prompter,
             unsandboxed: false,
+            judge: None,
+            asking_for: None,
+        }
+    }
+
+    /// Every call judged by `judge` (a subagent's, by its caller's).
+    pub fn judged_by(judge: Box<dyn Judge>) -> Approval {
+        Approval {
+            judge: Some(judge),
+            ..Approval::run_all()
         }
     }
 
@@ -134,8 +205,23 @@ impl Approval {
         self
     }
 
+    /// Adds allow rules until `end_for_now` (a custom command's
+    /// `allowed-tools`, for its one message); returns the mark to end at.
+    pub fn allow_for_now(&mut self, rules: Vec<Sourced>) -> usize {
+        let mark = self.allow.len();
+        self.allow.extend(rules);
+        mark
+    }
+
+    /// Drops the rules `allow_for_now` added.
+    pub fn end_for_now(&mut self, mark: usize) {
+        self.allow.truncate(mark);
+    }
+
     /// Decides on one call, asking the person when it is theirs to say.
-    /// `read_only` is the tool's `readOnlyHint`.
+    /// `read_only` is the tool's `readOnlyHint`. (The conversation runs
+    /// hooks between the two halves, `rules` and `question`.)
+    #[cfg(test)]
     pub fn check(
         &mut self,
         tool: &str,
@@ -143,14 +229,22 @@ impl Approval {
         read_only: bool,
         cancel: &AtomicBool,
     ) -> Verdict {
-        // A background shell runs a command as bash does, and is judged as
-        // bash is: its rules, its prompt, its `a` (docs/decisions.md 104).
-        let asked = tool;
-        let tool = if tool == crate::host::own::SHELL_START {
-            "bash"
-        } else {
-            tool
-        };
+        match self.rules(tool, arguments, read_only) {
+            Ruled::Run => Verdict::Run,
+            Ruled::Refuse(why) => Verdict::Refuse(why),
+            Ruled::Ask => self.question(tool, arguments, cancel),
+        }
+    }
+
+    /// What the rules and the mode say of one call, before anyone is asked:
+    /// a deny rule refuses; `auto`, a read-only tool or an allow rule runs
+    /// it; anything else is the person's to say. Hooks run between this and
+    /// the question.
+    pub fn rules(&self, tool: &str, arguments: &Value, read_only: bool) -> Ruled {
+        if let Some(judge) = self.judge.as_ref() {
+            return judge.rules(tool, arguments, read_only);
+        }
+        let tool = judged_as(tool);
         let denial = self.deny.iter().find_map(|d| {
             d.rule
                 .refuses(tool, arguments, &self.place)
@@ -162,16 +256,13 @@ impl Approval {
             } else {
                 format!(", which matches {what}")
             };
-            return Verdict::Refuse(format!(
+            return Ruled::Refuse(format!(
                 "Denied by the rule {} ({}){what}; do not try to get around it, ask the user instead",
                 d.rule, d.from
             ));
         }
-        if self.mode == Mode::Auto {
-            return Verdict::Run;
-        }
-        if read_only {
-            return Verdict::Run;
+        if self.mode == Mode::Auto || read_only {
+            return Ruled::Run;
         }
         let rules: Vec<&Rule> = self
             .allow
@@ -181,9 +272,24 @@ impl Approval {
             .collect();
         let allowed = rules::allowed(&rules, tool, arguments, &self.place);
         if allowed && !self.unsandboxed {
-            return Verdict::Run;
+            return Ruled::Run;
         }
-        self.ask(tool, asked, arguments, cancel)
+        Ruled::Ask
+    }
+
+    /// Asks the person about one call (what `rules` left to them, or what a
+    /// hook asked to be asked).
+    pub fn question(&mut self, tool: &str, arguments: &Value, cancel: &AtomicBool) -> Verdict {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.question(tool, arguments);
+        }
+        self.ask(judged_as(tool), tool, arguments, cancel)
+    }
+
+    /// Whether a question would reach a person (a terminal is there, or,
+    /// for a subagent, its caller's).
+    pub fn can_ask(&self) -> bool {
+        self.prompter.is_some() || self.judge.is_some()
     }
 
     /// Asks about a call of `asked`, judged as `tool`.
@@ -202,6 +308,9 @@ impl Approval {
             .collect::<Vec<_>>()
             .join(", ");
         let paint = prompter.paint();
+        if let Some(who) = &self.asking_for {
+            prompter.show(&paint.bold(&format!("{} asks:", visible(who))));
+        }
         prompter.show(&preview::describe(asked, arguments, paint));
         if let Some(flag) = preview::hidden_characters(tool, arguments) {
             prompter.show(&paint.bold(&flag));
@@ -221,8 +330,17 @@ impl Approval {
         let listed = visible(&listed).into_owned();
         let question =
             format!("Run it? y yes / n no / a yes, and allow {listed} for this session: ");
+        let choices = [
+            Choice::new("y", "Allow once", ChoiceKind::AllowOnce),
+            Choice::new(
+                "a",
+                format!("Allow {listed} for this session"),
+                ChoiceKind::AllowAlways,
+            ),
+            Choice::new("n", "Reject", ChoiceKind::RejectOnce),
+        ];
         loop {
-            let Some(line) = prompter.answer(&question, cancel) else {
+            let Some(line) = prompter.choose(&question, &choices, cancel) else {
                 return Verdict::Refuse(
                     "The user did not answer (interrupted); the call was not run".into(),
                 );
@@ -253,21 +371,62 @@ impl Approval {
     /// Whether a call that failed inside the sandbox (`why`) may run again
     /// outside it: only in `ask` mode, only when the person says `y`.
     pub fn rerun_outside_sandbox(&mut self, tool: &str, why: &str, cancel: &AtomicBool) -> bool {
+        if let Some(judge) = self.judge.as_mut() {
+            return judge.rerun_outside_sandbox(tool, why);
+        }
         if self.mode != Mode::Ask {
             return false;
         }
         let Some(prompter) = self.prompter.as_mut() else {
             return false;
         };
+        let who = self
+            .asking_for
+            .as_ref()
+            .map(|w| format!("{} · ", visible(w)))
+            .unwrap_or_default();
         prompter.show(&format!(
-            "{tool} failed inside the sandbox: {}",
+            "{who}{tool} failed inside the sandbox: {}",
             visible(why)
         ));
-        let answer = prompter.answer("Run it again outside the sandbox? y / n: ", cancel);
+        let choices = [
+            Choice::new(
+                "y",
+                "Run it again outside the sandbox",
+                ChoiceKind::AllowOnce,
+            ),
+            Choice::new("n", "Leave it failed", ChoiceKind::RejectOnce),
+        ];
+        let answer = prompter.choose(
+            "Run it again outside the sandbox? y / n: ",
+            &choices,
+            cancel,
+        );
         matches!(
             answer.as_deref().map(str::trim),
             Some("y" | "Y" | "yes" | "Yes")
         )
+    }
+}
+
+/// What the rules say of a call (`Approval::rules`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ruled {
+    Run,
+    /// A deny rule refuses it: who and why, for the model.
+    Refuse(String),
+    /// The person is to be asked.
+    Ask,
+}
+
+/// The tool whose rules judge a call of `tool`: a background shell runs a
+/// command as bash does, and is judged as bash is (its rules, its prompt,
+/// its `a`: docs/decisions.md 104).
+fn judged_as(tool: &str) -> &str {
+    if tool == crate::host::own::SHELL_START {
+        "bash"
+    } else {
+        tool
     }
 }
 

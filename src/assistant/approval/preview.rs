@@ -281,6 +281,7 @@ fn indent(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::path::PathBuf;
 
     fn plain() -> Paint {
         Paint::for_stream(false)
@@ -349,6 +350,54 @@ mod tests {
         );
         assert!(edit("= ", false).contains("occurs 3 times"));
         assert!(edit("= ", true).contains("+a debug = true1"));
+    }
+
+    #[test]
+    fn a_preview_shows_no_secret_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("id_ed25519");
+        std::fs::write(&secret, "PRIVATE KEY").unwrap();
+        let link = dir.path().join("notes.txt");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let via = dir.path().join("via");
+        std::os::unix::fs::symlink(dir.path(), &via).unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let shown = |path: &Path| {
+            describe(
+                "file_edit",
+                &json!({"file_path": path.to_str().unwrap(), "old_string": "KEY", "new_string": "x"}),
+                plain(),
+            )
+        };
+        for (path, why) in [
+            (link.clone(), "is a symbolic link"),
+            (via.join("id_ed25519"), "via is a symbolic link"),
+            (fifo.clone(), "is a FIFO, not a regular file"),
+            (
+                PathBuf::from("/dev/zero"),
+                "/dev/zero is a file the system makes",
+            ),
+            (PathBuf::from("/proc/1/environ"), "a file the system makes"),
+            (
+                PathBuf::from("/proc/self/environ"),
+                "a file the system makes",
+            ),
+        ] {
+            let text = shown(&path);
+            assert!(
+                text.contains(why) && !text.contains("PRIVATE"),
+                "{path:?}: {text}"
+            );
+        }
+        let text = describe(
+            "file_write",
+            &json!({"file_path": link.to_str().unwrap(), "content": "x"}),
+            plain(),
+        );
+        assert!(text.contains("(no diff: is a symbolic link)"), "{text}");
     }
 
     #[test]

@@ -5,14 +5,21 @@
 //! the session; a value that does change (a new day on resume, another
 //! model) reaches the model as a note in the conversation instead
 //! (`changes`).
+//!
+//! The git facts come from a git that runs inside the sandbox's read-only
+//! fence (`host::call::ReadOnly`): git obeys a repository's config, its
+//! `.git` file and `commondir`, which a tool may have written (an
+//! fsmonitor, a clean filter), so the host never runs it outside. Where the
+//! kernel cannot build that fence, git is not run and the line says so.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use super::instructions::git_root;
+use crate::host::call::ReadOnly;
 
 /// How long `git status` may take at start before the count is left out.
 const GIT_DEADLINE: Duration = Duration::from_secs(2);
@@ -45,13 +52,14 @@ impl Environment {
         sandbox: String,
         approval: String,
         model: String,
+        fence: Option<&ReadOnly>,
     ) -> Environment {
         Environment {
             cwd: cwd.display().to_string(),
             os: os(),
             shell: shell.unwrap_or("/bin/sh").to_string(),
             date: today(),
-            git: git(cwd),
+            git: git(cwd, fence),
             sandbox,
             approval,
             model,
@@ -161,16 +169,30 @@ pub fn today() -> String {
 /// The git line: the repository's root, branch and how many files differ
 /// from HEAD (git's own count, with untracked files), or that there is no
 /// repository.
-fn git(cwd: &Path) -> String {
+fn git(cwd: &Path, fence: Option<&ReadOnly>) -> String {
     let Some(root) = git_root(cwd) else {
         return "not a git repository".into();
     };
-    let branch = branch(&root).unwrap_or_else(|| "detached HEAD".into());
-    let changed = match status_count(cwd) {
-        Some(0) => "no files differ from HEAD at start".to_string(),
-        Some(1) => "1 file differs from HEAD at start".to_string(),
-        Some(n) => format!("{n} files differ from HEAD at start"),
-        None => "changes unknown (git status did not answer)".to_string(),
+    let Some(fence) = fence else {
+        return format!(
+            "repository at {} (branch and changes unknown: git runs only inside the sandbox's \
+             read-only fence, which this kernel cannot build)",
+            root.display()
+        );
+    };
+    let (branch, changed) = match status(cwd, fence) {
+        Some((branch, n)) => (
+            branch.unwrap_or_else(|| "detached HEAD".into()),
+            match n {
+                0 => "no files differ from HEAD at start".to_string(),
+                1 => "1 file differs from HEAD at start".to_string(),
+                n => format!("{n} files differ from HEAD at start"),
+            },
+        ),
+        None => (
+            "unknown".into(),
+            "changes unknown (git status did not answer)".to_string(),
+        ),
     };
     format!(
         "repository at {}, branch {branch}, {changed}",
@@ -178,27 +200,30 @@ fn git(cwd: &Path) -> String {
     )
 }
 
-/// The branch `.git/HEAD` names (following a worktree's `gitdir:` file).
-fn branch(root: &Path) -> Option<String> {
-    let dot = root.join(".git");
-    let dir: PathBuf = if dot.is_dir() {
-        dot
-    } else {
-        let text = std::fs::read_to_string(&dot).ok()?;
-        let target = text.trim().strip_prefix("gitdir:")?.trim();
-        root.join(target)
-    };
-    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
-    head.trim()
-        .strip_prefix("ref: refs/heads/")
-        .map(str::to_string)
+/// The branch from `git status --branch`'s first line (`## main...origin/main
+/// [ahead 1]`, `## No commits yet on main`, `## HEAD (no branch)`).
+fn branch_of(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("## ")?;
+    let name = rest
+        .strip_prefix("No commits yet on ")
+        .or_else(|| rest.strip_prefix("Initial commit on "))
+        .unwrap_or(rest);
+    if name.starts_with("HEAD (no branch)") {
+        return None;
+    }
+    let name = name.split("...").next()?.split(" [").next()?;
+    (!name.is_empty()).then(|| name.to_string())
 }
 
-/// `git status --porcelain`'s line count, or None when git is missing,
-/// fails or takes longer than `GIT_DEADLINE` (a huge repository).
-fn status_count(cwd: &Path) -> Option<usize> {
-    let mut child = Command::new("git")
-        .args(["--no-optional-locks", "status", "--porcelain"])
+/// The branch and `git status --porcelain`'s line count, from a git run
+/// inside `fence`; None when git is missing, fails or takes longer than
+/// `GIT_DEADLINE` (a huge repository).
+fn status(cwd: &Path, fence: &ReadOnly) -> Option<(Option<String>, usize)> {
+    let mut child = fence
+        .command(
+            "git",
+            &["--no-optional-locks", "status", "--porcelain", "--branch"],
+        )
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -220,15 +245,16 @@ fn status_count(cwd: &Path) -> Option<usize> {
                 let _ = child.wait();
                 return None;
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
         }
     }
     let text = reader.join().ok()?.ok()?;
-    Some(
-        text.split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count(),
-    )
+    let text = String::from_utf8_lossy(&text);
+    let mut lines = text.lines().filter(|l| !l.is_empty());
+    let first = lines.next()?;
+    let branch = branch_of(first);
+    let count = lines.count() + usize::from(!first.starts_with("## "));
+    Some((branch, count))
 }
 
 #[cfg(test)]
@@ -281,37 +307,26 @@ mod tests {
     }
 
     #[test]
-    fn git_facts_come_from_the_repository() {
+    fn git_facts_come_from_a_fenced_git_or_none() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(git(dir.path()), "not a git repository");
-        let git_ok = Command::new("git").arg("--version").output().is_ok();
-        if !git_ok {
-            eprintln!("skipped: git is not installed");
-            return;
-        }
-        let run = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        run(&["init", "-q", "-b", "trunk"]);
-        std::fs::write(dir.path().join("a"), "a").unwrap();
-        std::fs::write(dir.path().join("b"), "b").unwrap();
-        let sub = dir.path().join("sub");
-        std::fs::create_dir(&sub).unwrap();
-        let line = git(&sub);
-        assert_eq!(
-            line,
-            format!(
-                "repository at {}, branch trunk, 2 files differ from HEAD at start",
-                dir.path().display()
-            )
+        assert_eq!(git(dir.path(), None), "not a git repository");
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let line = git(dir.path(), None);
+        assert!(
+            line.ends_with(
+                "(branch and changes unknown: git runs only inside the sandbox's \
+                 read-only fence, which this kernel cannot build)"
+            ),
+            "{line}"
         );
+        for (first, branch) in [
+            ("## trunk", Some("trunk")),
+            ("## main...origin/main [ahead 1]", Some("main")),
+            ("## No commits yet on dev", Some("dev")),
+            ("## HEAD (no branch)", None),
+        ] {
+            assert_eq!(branch_of(first).as_deref(), branch, "{first}");
+        }
         assert!(today().starts_with("20"), "{}", today());
         assert!(os().contains(' '));
     }

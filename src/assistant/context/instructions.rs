@@ -10,6 +10,11 @@
 //! cut or skipped silently: each cut and each file that cannot be used (not
 //! readable, not UTF-8, not a regular file, a loop of links) is a warning
 //! for the person, and the assistant starts all the same.
+//!
+//! A tool may have left a project file as a link: a link is followed only
+//! to a file inside the project that is not a secret path (decision 72),
+//! since what is read here goes to the provider; any other is left out with
+//! a warning naming the file.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -77,6 +82,8 @@ pub fn git_root(dir: &Path) -> Option<PathBuf> {
 pub fn read(personal: Option<&Path>, cwd: &Path, max_bytes: usize) -> Instructions {
     let mut warnings = Vec::new();
     let mut found: Vec<(PathBuf, u64, String)> = Vec::new();
+    let secrets: Vec<PathBuf> =
+        crate::host::settings::guard(&crate::tool::Env::from_process(), None).hide;
     if let Some(path) = personal {
         if let Some(file) = load(path, max_bytes, &mut warnings) {
             found.push(file);
@@ -93,6 +100,10 @@ pub fn read(personal: Option<&Path>, cwd: &Path, max_bytes: usize) -> Instructio
             let path = dir.join(name);
             if std::fs::symlink_metadata(&path).is_err() {
                 continue;
+            }
+            if let Err(why) = link_allowed(&path, &top, &secrets) {
+                warnings.push(format!("{} left out of the prompt: {why}", path.display()));
+                break;
             }
             if let Some(file) = load(&path, max_bytes, &mut warnings) {
                 found.push(file);
@@ -146,6 +157,39 @@ pub fn read(personal: Option<&Path>, cwd: &Path, max_bytes: usize) -> Instructio
         text,
         files,
         warnings,
+    }
+}
+
+/// Whether `path`, when it is a link, may be followed: only to a file in
+/// `project` that no secret path holds. Err says why not.
+fn link_allowed(path: &Path, project: &Path, secrets: &[PathBuf]) -> Result<(), String> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(());
+    }
+    // A loop or a dangling link: `load` says why it cannot be read.
+    let Ok(target) = path.canonicalize() else {
+        return Ok(());
+    };
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    if !target.starts_with(&project) {
+        return Err(format!(
+            "it is a link to {}, outside the project",
+            target.display()
+        ));
+    }
+    let secret = secrets.iter().find(|s| {
+        target.starts_with(s) || s.canonicalize().is_ok_and(|real| target.starts_with(real))
+    });
+    match secret {
+        Some(secret) => Err(format!(
+            "it is a link to {}, under the secret path {}",
+            target.display(),
+            secret.display()
+        )),
+        None => Ok(()),
     }
 }
 
@@ -337,6 +381,39 @@ mod tests {
             "{:?}",
             found.warnings
         );
+    }
+
+    #[test]
+    fn a_link_leaving_the_project_or_reaching_a_secret_is_not_followed() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().canonicalize().unwrap();
+        let project = h.join("p");
+        fs::create_dir_all(project.join(".git")).unwrap();
+        fs::create_dir_all(h.join(".ssh")).unwrap();
+        fs::write(h.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+        fs::write(h.join("notes.md"), "outside").unwrap();
+        std::os::unix::fs::symlink(h.join("notes.md"), project.join(FILE)).unwrap();
+        let found = read(None, &project, DEFAULT_MAX_BYTES);
+        assert!(found.text.is_empty(), "{found:?}");
+        assert!(
+            found.warnings[0].contains("AGENTS.md left out of the prompt: it is a link to")
+                && found.warnings[0].contains("outside the project"),
+            "{:?}",
+            found.warnings
+        );
+        // Inside the project, a link to a secret path (the project is the
+        // home directory here, as when ikigai starts there).
+        let secrets = [h.join(".ssh")];
+        std::os::unix::fs::symlink(h.join(".ssh/id_ed25519"), h.join(FILE)).unwrap();
+        let why = link_allowed(&h.join(FILE), &h, &secrets).unwrap_err();
+        assert!(why.contains("under the secret path"), "{why}");
+        // A link inside the project to a plain file is read.
+        fs::write(project.join("docs.md"), "inside").unwrap();
+        fs::remove_file(project.join(FILE)).unwrap();
+        std::os::unix::fs::symlink("docs.md", project.join(FILE)).unwrap();
+        assert!(read(None, &project, DEFAULT_MAX_BYTES)
+            .text
+            .contains("inside"));
     }
 
     #[test]

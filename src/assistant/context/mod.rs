@@ -18,6 +18,7 @@ use self::environment::Environment;
 use self::instructions::Instructions;
 use self::prompt::Prompt;
 use self::window::{estimate, Window};
+use super::custom::{self, commands::Commands, skills::Skills, Places};
 
 /// What the system prompt is built from.
 #[derive(Clone, Debug, Default)]
@@ -38,6 +39,11 @@ pub struct Setup {
     /// The environment a resumed session's prompt stated: the prompt states
     /// it again, and the conversation notes what has changed since.
     pub stated: Option<Environment>,
+    /// The fence git runs in for the environment block's facts (None: git
+    /// is not run).
+    pub git: Option<crate::host::call::ReadOnly>,
+    /// Where skills and commands are looked for (none: not looked for).
+    pub places: Option<Places>,
 }
 
 /// The system prompt of a session and what it holds.
@@ -49,6 +55,10 @@ pub struct Context {
     /// The environment as it is now (the same, unless resumed).
     pub current: Environment,
     pub instructions: Instructions,
+    /// The skills the prompt names (decision 85).
+    pub skills: Skills,
+    /// The person's and the trusted project's slash commands (decision 84).
+    pub commands: Commands,
 }
 
 impl Context {
@@ -61,6 +71,7 @@ impl Context {
             setup.sandbox.clone(),
             setup.approval.clone(),
             setup.model.clone(),
+            setup.git.as_ref(),
         );
         let instructions = instructions::read(
             setup.personal.as_deref(),
@@ -69,14 +80,30 @@ impl Context {
         );
         let (modules, mut warnings) = prompt::modules(setup.modules.as_deref());
         warnings.splice(0..0, instructions.warnings.iter().cloned());
+        let (skills, commands) = match &setup.places {
+            Some(places) => {
+                let (skills, skipped) = custom::skills::load(places);
+                let (commands, passed) = custom::commands::load(places);
+                warnings.extend(skipped.iter().chain(&passed).map(|w| w.to_string()));
+                (skills, commands)
+            }
+            None => Default::default(),
+        };
         let environment = setup.stated.clone().unwrap_or_else(|| current.clone());
-        let prompt = prompt::assemble(&environment.block(), &instructions.text, &modules);
+        let prompt = prompt::assemble(
+            &environment.block(),
+            &instructions.text,
+            &skills.section,
+            &modules,
+        );
         (
             Context {
                 prompt,
                 environment,
                 current,
                 instructions,
+                skills,
+                commands,
             },
             warnings,
         )

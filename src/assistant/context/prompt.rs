@@ -1,6 +1,7 @@
 //! The system prompt (decision 60), in its order: the built-in guidance for
 //! working on a person's files and commands, the environment block, the
-//! project instructions, then the person's context modules. It is built
+//! project instructions, the skills (decision 85), then the person's
+//! context modules. It is built
 //! once per session and sent unchanged with every request, so providers
 //! can serve it from their cache (decision 63).
 //!
@@ -30,6 +31,7 @@ not claim something works that you have not run. If a check fails, fix it or say
 (deleting data, force-pushing, touching files outside the project).
 - A command that keeps running (a server, a watcher) goes to shell_start where offered, not bash: \
 bash waits for its command to end. For long tasks, keep update_plan current where offered.
+- When a task matches a skill listed under # Skills, read its SKILL.md first and follow it.
 
 # Tool results
 Each result is a JSON envelope: {\"tool_success\": true, \"result\": {...}} when the tool ran (the \
@@ -63,7 +65,12 @@ pub struct Prompt {
 
 /// Joins the guidance, the environment block, the project instructions and
 /// the context modules, in that order, leaving out what is empty.
-pub fn assemble(environment: &str, instructions: &str, modules: &[(String, String)]) -> Prompt {
+pub fn assemble(
+    environment: &str,
+    instructions: &str,
+    skills: &str,
+    modules: &[(String, String)],
+) -> Prompt {
     let mut prompt = Prompt::default();
     let mut add = |name: String, text: &str| {
         if text.trim().is_empty() {
@@ -81,6 +88,7 @@ pub fn assemble(environment: &str, instructions: &str, modules: &[(String, Strin
     add("built-in guidance".into(), GUIDANCE);
     add("environment".into(), environment);
     add("project instructions".into(), instructions);
+    add("skills".into(), skills);
     for (name, text) in modules {
         add(
             format!("context module {name}"),
@@ -139,7 +147,7 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
         let (mods, warnings) = modules(Some(dir.path()));
         assert!(warnings.is_empty());
-        let prompt = assemble("# Environment\n\n- x", "", &mods);
+        let prompt = assemble("# Environment\n\n- x", "", "", &mods);
         assert!(prompt.text.starts_with(GUIDANCE));
         assert!(
             prompt
@@ -154,6 +162,6 @@ mod tests {
         assert_eq!(prompt.parts[1].bytes, "# Environment\n\n- x".len());
         let (mods, _) = modules(Some(&dir.path().join("missing")));
         assert!(mods.is_empty());
-        assert_eq!(assemble("", "", &[]).text, GUIDANCE);
+        assert_eq!(assemble("", "", "", &[]).text, GUIDANCE);
     }
 }

@@ -1,29 +1,40 @@
-//! Running a reply's tool calls: each approved (`approval`), consecutive
+//! Running a reply's tool calls: each approved (the rules, the PreToolUse
+//! hooks, then the person: `hooked.rs`), consecutive
 //! read-only calls at once and every other call alone, in the model's order
 //! (`schedule`, decision 24); a running call's output reaches the person as
 //! the tool writes it; a call the sandbox refused may run again outside it
 //! when the person says so; and each envelope, cut to what the model should
 //! read (`for_model`, decision 25), is logged as the call ends. Under
 //! OpenAI strict mode, optional parameters the model set to `null` are
-//! dropped before the tool sees them.
+//! dropped before the tool sees them. A call that ran goes through the
+//! PostToolUse hooks before its envelope is logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use serde_json::Value;
 
-use super::super::approval::Verdict;
 use super::super::for_model;
 use super::super::model::{ToolCall, ToolResult};
 use super::super::plan;
 use super::super::schedule;
 use super::super::session::Entry;
-use super::{Conversation, ToolHost, Ui};
+use super::subagent::{Gate, Launch, Report};
+use super::{Conversation, ToolHost, TurnEnd, Ui};
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 use crate::host::envelope::{Envelope, Failure};
 use crate::host::format::strict;
 use crate::host::text::clip;
+
+/// What the threads of one round of calls tell the conversation's thread.
+pub(super) enum Progress {
+    /// A piece of a running call's output.
+    Output(usize, Vec<u8>),
+    Done(usize, Box<CallOutcome>),
+    /// A subagent's step, usage or question (`subagent`).
+    Sub(usize, Report),
+}
 
 impl Conversation {
     /// Runs `calls` in the order `schedule` gives (consecutive reads at
@@ -46,7 +57,7 @@ impl Conversation {
         let read_only: Vec<bool> = calls.iter().map(|c| host.read_only(&c.name)).collect();
         // What each call runs with: under strict mode, without the optional
         // parameters the model set to null.
-        let arguments: Vec<Value> = calls
+        let mut arguments: Vec<Value> = calls
             .iter()
             .map(|call| match host.parameters(&call.name) {
                 Some(params) if strict && strict::parameters(&params).is_some() => {
@@ -74,18 +85,15 @@ impl Conversation {
                         format!("Tool '{}' was not run: the user interrupted", call.name),
                     ))
                 } else {
-                    match self
-                        .approval
-                        .check(&call.name, &call.arguments, read_only[index], cancel)
-                    {
-                        Verdict::Run => None,
-                        Verdict::Refuse(why) => Some(Envelope::denied(why)),
-                    }
+                    self.approve(call, &mut arguments[index], read_only[index], cancel, ui)
+                        .map(Envelope::denied)
                 };
                 match refusal {
                     Some(envelope) => {
                         let outcome = CallOutcome::new(envelope, vec![]);
-                        envelopes[index] = Some(self.finish_call(call, outcome, ui));
+                        let envelope =
+                            self.finish_call(call, &arguments[index], outcome, false, ui);
+                        envelopes[index] = Some(envelope);
                     }
                     None => {
                         // The files it may change, kept for /undo.
@@ -139,24 +147,59 @@ impl Conversation {
         cancel: &AtomicBool,
         envelopes: &mut [Option<Value>],
     ) {
+        // A `task` call runs a subagent on its thread instead of a tool; one
+        // that cannot start is answered at once.
+        let mut launches: Vec<Option<Launch>> = Vec::new();
+        let mut running_indices = Vec::new();
+        for &index in indices {
+            if calls[index].name != crate::host::own::TASK {
+                launches.push(None);
+                running_indices.push(index);
+                continue;
+            }
+            match self.launch(index, &calls[index], &arguments[index], host) {
+                Ok(launch) => {
+                    launches.push(Some(launch));
+                    running_indices.push(index);
+                }
+                Err(envelope) => {
+                    let outcome = CallOutcome::new(*envelope, vec![]);
+                    envelopes[index] = Some(self.finish_call(
+                        &calls[index],
+                        &arguments[index],
+                        outcome,
+                        false,
+                        ui,
+                    ));
+                }
+            }
+        }
+        let launches = launches.into_iter().flatten();
+        let mut launches: Vec<Launch> = launches.collect();
+        let indices = &running_indices[..];
         if indices.is_empty() {
             return;
         }
+        let gate = Gate::new(self.subagents_at_once());
         std::thread::scope(|scope| {
-            enum Progress {
-                Output(usize, Vec<u8>),
-                Done(usize, Box<CallOutcome>),
-            }
             let (tx, rx) = mpsc::channel();
             for &index in indices {
                 let (call, arguments) = (&calls[index], &arguments[index]);
+                ui.tool_started(call);
                 let tx = tx.clone();
+                let launch = (call.name == crate::host::own::TASK).then(|| launches.remove(0));
+                let gate = &gate;
                 scope.spawn(move || {
-                    let output = tx.clone();
-                    let watch: Watch = Box::new(move |piece: &[u8]| {
-                        let _ = output.send(Progress::Output(index, piece.to_vec()));
-                    });
-                    let outcome = host.call_watched(&call.name, arguments, Some(cancel), watch);
+                    let outcome = match launch {
+                        Some(launch) => launch.run(host, cancel, gate, tx.clone()),
+                        None => {
+                            let output = tx.clone();
+                            let watch: Watch = Box::new(move |piece: &[u8]| {
+                                let _ = output.send(Progress::Output(index, piece.to_vec()));
+                            });
+                            host.call_watched(&call.name, arguments, Some(cancel), watch)
+                        }
+                    };
                     let _ = tx.send(Progress::Done(index, Box::new(outcome)));
                 });
             }
@@ -171,6 +214,10 @@ impl Conversation {
                 let (index, mut outcome) = match progress {
                     Progress::Output(index, piece) => {
                         ui.tool_output(&calls[index], &piece);
+                        continue;
+                    }
+                    Progress::Sub(index, report) => {
+                        self.on_report(&calls[index], report, ui, cancel);
                         continue;
                     }
                     Progress::Done(index, outcome) => (index, *outcome),
@@ -190,7 +237,8 @@ impl Conversation {
                             host.call_unsandboxed(&call.name, &arguments[index], Some(cancel));
                     }
                 }
-                envelopes[index] = Some(self.finish_call(call, outcome, ui));
+                envelopes[index] =
+                    Some(self.finish_call(call, &arguments[index], outcome, true, ui));
                 running -= 1;
                 if running > 0 {
                     ui.waiting(&label);
@@ -199,12 +247,68 @@ impl Conversation {
         });
     }
 
-    /// Shows how a call ended, cuts its envelope to what the model sees
-    /// (the whole outputs saved beside the session) and logs that.
-    fn finish_call(&mut self, call: &ToolCall, outcome: CallOutcome, ui: &mut dyn Ui) -> Value {
+    /// A call a custom command makes before its message is sent (a file
+    /// it names, a command whose output it holds): approved, fenced and
+    /// shown as the model's calls are, but not part of the conversation.
+    pub fn call_for_command(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> CallOutcome {
+        let call = ToolCall {
+            id: format!("command-{name}"),
+            name: name.to_string(),
+            arguments,
+            local_id: true,
+            signature: None,
+        };
+        ui.tool_call(&call);
+        self.approval.unsandboxed = host.unsandboxed();
+        let read_only = host.read_only(name);
+        // The rules, the PreToolUse hooks and the person, as for the
+        // model's calls; what runs is what the hooks let through.
+        let mut arguments = call.arguments.clone();
+        let outcome = match self.approve(&call, &mut arguments, read_only, cancel, ui) {
+            None => host.call(name, &arguments, Some(cancel)),
+            Some(why) => CallOutcome::new(Envelope::denied(why), vec![]),
+        };
+        ui.tool_outcome(&call, &outcome);
+        outcome
+    }
+
+    /// One message sent with allow rules that hold for it alone.
+    pub fn send_allowing(
+        &mut self,
+        text: &str,
+        allow: Vec<super::super::approval::Sourced>,
+        host: &dyn ToolHost,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> TurnEnd {
+        let mark = self.approval.allow_for_now(allow);
+        let end = self.send(text, host, ui, cancel);
+        self.approval.end_for_now(mark);
+        end
+    }
+
+    /// Shows how a call (run with `arguments`) ended, cuts its envelope to
+    /// what the model sees (the whole outputs saved beside the session),
+    /// hands a call that `ran` to the PostToolUse hooks and logs what the
+    /// model will see.
+    fn finish_call(
+        &mut self,
+        call: &ToolCall,
+        arguments: &Value,
+        outcome: CallOutcome,
+        ran: bool,
+        ui: &mut dyn Ui,
+    ) -> Value {
         ui.tool_outcome(call, &outcome);
         // The plan shown; the files' new state noted for /undo.
-        self.undo.after_call(&call.name, &call.arguments);
+        self.undo.after_call(&call.name, arguments);
         if let Some(plan) = plan::from_call(call, &outcome) {
             ui.plan(&plan);
             self.plan = Some(plan);
@@ -215,12 +319,15 @@ impl Conversation {
         // Beside the session's log when there is one: `ID.jsonl`, `ID/`.
         let beside = self.log.beside();
         let outputs = &mut self.outputs;
-        let envelope = for_model::envelope(
+        let mut envelope = for_model::envelope(
             &call.name,
             outcome.to_json(),
             self.model_output,
             &mut |what, text| outputs.save(beside.as_deref(), &call.id, what, text.as_bytes()),
         );
+        if ran {
+            self.after_call(call, arguments, &mut envelope, ui);
+        }
         self.log(
             Entry::ToolResult {
                 call_id: call.id.clone(),

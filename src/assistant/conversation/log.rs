@@ -39,6 +39,14 @@ impl Log {
         }
     }
 
+    /// The session's file, once it exists.
+    pub(super) fn path(&self) -> Option<PathBuf> {
+        match self {
+            Log::Open { session, .. } => Some(session.path().to_path_buf()),
+            _ => None,
+        }
+    }
+
     /// The log of a new conversation (`/clear`): a new session in the same
     /// directory.
     pub(super) fn next_session(&mut self) -> Log {
@@ -75,7 +83,24 @@ impl Conversation {
         }
     }
 
+    /// Makes the session's file now (hooks are told its id and path).
+    pub(super) fn open_log(&mut self, ui: &mut dyn Ui) {
+        if let Err(e) = self.started() {
+            self.log = Log::Broken;
+            ui.error(&format!("{e:#}; the conversation goes on without a log"));
+        }
+    }
+
     fn write(&mut self, entry: &Entry) -> anyhow::Result<()> {
+        self.started()?;
+        match &mut self.log {
+            Log::Open { session, .. } => session.append(entry),
+            _ => Ok(()),
+        }
+    }
+
+    /// The session made and its `start` entry written, if they were not.
+    fn started(&mut self) -> anyhow::Result<()> {
         if let Log::New(dir) = &self.log {
             self.log = Log::Open {
                 session: Session::create(dir)?,
@@ -107,6 +132,6 @@ impl Conversation {
             })?;
             *started = true;
         }
-        session.append(entry)
+        Ok(())
     }
 }

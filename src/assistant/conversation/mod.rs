@@ -16,7 +16,10 @@
 //!    and their envelopes, cut to what the model should read, go back;
 //!
 //! and steps 2 to 4 repeat until the model answers with text, for at most
-//! `--max-tool-rounds` rounds. Every step is written to the session log as
+//! `--max-tool-rounds` rounds. The person's hooks run at these steps
+//! (`hooked.rs`): when the message is sent, before and after each call,
+//! when the model is done (which may send it back to work), around a
+//! compaction and at the session's start and end. Every step is written to the session log as
 //! it happens (`log.rs`). A provider error is shown and leaves the
 //! conversation as it was, so the next message goes on.
 //!
@@ -27,8 +30,10 @@
 //! person only through `Ui` (`ports.rs`).
 
 mod calls;
+mod hooked;
 mod log;
 mod ports;
+mod subagent;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -41,6 +46,7 @@ use serde_json::{json, Value};
 
 use self::log::Log;
 pub use self::ports::{ToolHost, Ui};
+pub use self::subagent::{Agent, SubagentStep, Team, DEFAULT_MAX_SUBAGENTS, GENERAL};
 pub use self::summary::{short_call, short_outcome};
 use super::approval::Approval;
 use super::context::compaction::{self, KEEP_TOOL_TOKENS, SUMMARY_REQUEST};
@@ -48,6 +54,7 @@ use super::context::environment::{self, Environment};
 use super::context::window::{self, estimate, Window};
 use super::context::Context;
 use super::for_model::{Outputs, DEFAULT_MODEL_OUTPUT};
+use super::hooks::Hooks;
 use super::model::{
     arguments_problem, stream_cancellable, Message, ModelClient, ModelError, Reply, Request, Stop,
     ToolCall, ToolFormat, ToolResult,
@@ -70,6 +77,8 @@ pub enum TurnEnd {
     Cancelled,
     /// The model still wanted tools after the last allowed round.
     RoundLimit,
+    /// A hook blocked the message or stopped the turn.
+    Blocked,
 }
 
 /// The last request the provider counted: its input tokens and the bytes
@@ -119,8 +128,28 @@ pub struct Conversation {
     undo: Undo,
     /// The model's plan (decision 69), which a summary keeps.
     plan: Option<Value>,
-    /// What the model is to be told with the next message (an undo).
+    /// What the model is to be told with the next message (an undo, a
+    /// SessionStart hook's context).
     notes: Vec<String>,
+    /// The person's hooks (decision 83).
+    hooks: Arc<Hooks>,
+    /// A subagent's conversation: SubagentStop fires where Stop would.
+    subagent: bool,
+    /// How many times in a row Stop hooks have sent the model back.
+    stop_rounds: usize,
+    /// A hook said `continue: false` during the calls: the turn ends.
+    halted: Option<String>,
+    /// Who `task` may start (decision 86); None in a subagent, as
+    /// subagents do not nest.
+    team: Option<Team>,
+    /// The only tools this conversation offers and may call (a subagent's
+    /// agent narrows them); None: every tool the host has.
+    only_tools: Option<Vec<String>>,
+    /// The last reply stopped at the output limit.
+    cut: bool,
+    /// How the model's last reply of the last message ended (None before
+    /// the first reply), for a front end that names why a turn stopped.
+    last_stop: Option<Stop>,
 }
 
 impl Conversation {
@@ -153,7 +182,35 @@ impl Conversation {
             undo: Undo::default(),
             plan: None,
             notes: Vec::new(),
+            hooks: Arc::new(Hooks::none()),
+            subagent: false,
+            stop_rounds: 0,
+            halted: None,
+            team: Some(Team::default()),
+            only_tools: None,
+            cut: false,
+            last_stop: None,
         }
+    }
+
+    /// Runs `hooks` at the conversation's steps.
+    pub fn with_hooks(mut self, hooks: Arc<Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// A subagent's conversation: its end fires SubagentStop, not Stop (its
+    /// caller owns the session's start and end). The entry point for the
+    /// subagents' own conversations.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn as_subagent(mut self) -> Self {
+        self.subagent = true;
+        self
+    }
+
+    /// The hooks it runs (`/hooks`; a subagent's conversation shares them).
+    pub fn hooks(&self) -> &Arc<Hooks> {
+        &self.hooks
     }
 
     /// Asks `approval` before each call.
@@ -210,8 +267,10 @@ impl Conversation {
         self
     }
 
-    /// `/clear`: a new conversation, logged to a new session.
-    pub fn clear(&mut self) {
+    /// `/clear`: a new conversation, logged to a new session; the hooks
+    /// see the one session end and the next start.
+    pub fn clear(&mut self, ui: &mut dyn Ui) {
+        self.end("clear", ui);
         self.messages.clear();
         self.told_left_out.clear();
         self.latest = None;
@@ -222,6 +281,7 @@ impl Conversation {
         self.plan = None;
         self.notes.clear();
         self.log = self.log.next_session();
+        self.start("clear", ui);
     }
 
     /// `/model`: the conversation goes on with another model (and the
@@ -254,6 +314,12 @@ impl Conversation {
         let report = self.undo.undo(ask)?;
         self.notes.push(report.for_model());
         Some(report)
+    }
+
+    /// How the last reply of the last message ended: cut at the output
+    /// limit, refused, or complete (None when no reply came).
+    pub fn last_stop(&self) -> Option<&Stop> {
+        self.last_stop.as_ref()
     }
 
     /// The session's id, once its file exists.
@@ -293,19 +359,32 @@ impl Conversation {
         let Some(client) = self.model(ui) else {
             return TurnEnd::NotConfigured;
         };
+        let text = match self.prompt_hooks(text, ui) {
+            Ok(text) => text,
+            Err(why) => return self.blocked(&format!("Your message was not sent: {why}"), ui),
+        };
         self.latest = Some(text.to_string());
+        self.last_stop = None;
         self.undo.next_message();
-        let text = self.with_notes(text, &*client);
+        let text = self.with_notes(&text, &*client);
         self.push(Message::User { text }, ui);
         let tools = self.offer_tools(&*client, host, ui);
         let mut rounds = 0;
+        self.stop_rounds = 0;
         loop {
             let reply = match self.ask(&client, &tools, ui, cancel) {
                 Ok(reply) => reply,
                 Err(end) => return end,
             };
             let calls = match self.keep_reply(&*client, reply, ui) {
-                Ok(calls) if calls.is_empty() => return TurnEnd::Answered,
+                Ok(calls) if calls.is_empty() => match self.stop_hooks(ui) {
+                    // A Stop hook sends the model back with its words.
+                    Some(text) => {
+                        self.push(Message::User { text }, ui);
+                        continue;
+                    }
+                    None => return TurnEnd::Answered,
+                },
                 Ok(calls) => calls,
                 Err(end) => return end,
             };
@@ -326,8 +405,23 @@ impl Conversation {
                 self.log(Entry::Notice { text }, ui);
                 return TurnEnd::Cancelled;
             }
+            if let Some(why) = self.halted.take() {
+                return self.blocked(&format!("A hook stopped the turn: {why}"), ui);
+            }
             rounds += 1;
         }
+    }
+
+    /// A hook blocked the message or stopped the turn: the person is told.
+    fn blocked(&mut self, text: &str, ui: &mut dyn Ui) -> TurnEnd {
+        ui.error(text);
+        self.log(
+            Entry::Notice {
+                text: text.to_string(),
+            },
+            ui,
+        );
+        TurnEnd::Blocked
     }
 
     /// The client, or None (said to the person) when no model is set.
@@ -386,7 +480,7 @@ impl Conversation {
         if !host.ready() {
             ui.waiting("waiting for tool discovery");
         }
-        let tools = host.tools_array(client.tool_format());
+        let tools = self.narrowed(host.tools_array(client.tool_format()));
         let fresh: Vec<String> = host
             .left_out(client.tool_format())
             .into_iter()
@@ -530,6 +624,7 @@ impl Conversation {
         cancel: &AtomicBool,
         before: u64,
     ) {
+        self.before_compacting("auto", ui);
         let window = self.window();
         // A window smaller than the usual share of tool output keeps a
         // quarter of itself (decision 55).
@@ -666,6 +761,8 @@ impl Conversation {
             },
             ui,
         );
+        // The history starts again from the summary.
+        self.start("compact", ui);
         true
     }
 
@@ -683,6 +780,7 @@ impl Conversation {
             ui.notice("Nothing to compact yet.");
             return TurnEnd::Answered;
         }
+        self.before_compacting("manual", ui);
         let tools = host.tools_array(client.tool_format());
         let before = self.tokens(&tools);
         if !self.summarise(&client, ui, cancel, before, false) {
@@ -716,6 +814,8 @@ impl Conversation {
         ui: &mut dyn Ui,
     ) -> Result<Vec<(ToolCall, Option<Envelope>)>, TurnEnd> {
         let cut = reply.stop == Stop::Cut;
+        self.cut = cut;
+        self.last_stop = Some(reply.stop.clone());
         match &reply.stop {
             Stop::Refused(why) => return Err(self.refused(client, why, ui)),
             Stop::Cut if reply.text.is_empty() && reply.tool_calls.is_empty() => {
@@ -749,6 +849,7 @@ impl Conversation {
                 } else {
                     arguments_problem(&c.arguments)
                         .map(|what| Envelope::invalid_params(&c.name, &what))
+                        .or_else(|| self.not_offered(&c.name))
                 };
                 (c, preset)
             })

@@ -2,8 +2,8 @@
 //! (the runtime: the tools array, calls, what a tool declares) and `Ui`
 //! (the person: text as it streams, calls and their outcomes, notices). The
 //! loop reaches tools and the person only through these, so it is tested
-//! with a fake host and a scripted model, and the terminal and the
-//! headless formats are two implementations of `Ui`.
+//! with a fake host and a scripted model, and the terminal, the headless
+//! formats and the ACP agent are three implementations of `Ui`.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 
 use super::super::model::{ToolCall, ToolFormat, Usage};
+use super::subagent::SubagentStep;
 use crate::host::call::CallOutcome;
 use crate::host::child::Watch;
 
@@ -79,7 +80,10 @@ pub trait Ui {
     fn text(&mut self, piece: &str);
     /// The reply (or what came of it) is over.
     fn end_text(&mut self);
+    /// A call the model asked for, before it is approved.
     fn tool_call(&mut self, call: &ToolCall);
+    /// An approved call starts running (a refused one never does).
+    fn tool_started(&mut self, _call: &ToolCall) {}
     fn tool_outcome(&mut self, call: &ToolCall, outcome: &CallOutcome);
     /// A piece of a running call's output, as the tool writes it.
     fn tool_output(&mut self, _call: &ToolCall, _output: &[u8]) {}
@@ -96,4 +100,7 @@ pub trait Ui {
     /// The model's plan changed (`update_plan`, decision 69): `{"plan":
     /// [{step, status}], "explanation"?}`.
     fn plan(&mut self, _plan: &Value) {}
+    /// A step of the subagent that the `task` call `parent` runs
+    /// (decision 86); its usage comes through `usage`, with the caller's.
+    fn subagent(&mut self, _parent: &ToolCall, _step: &SubagentStep) {}
 }

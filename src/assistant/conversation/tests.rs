@@ -88,7 +88,8 @@ impl ToolHost for FakeHost {
     }
 
     fn read_only(&self, name: &str) -> bool {
-        name == "slow"
+        // task as the host's registry declares it.
+        name == "slow" || name == "task"
     }
     fn unsandboxed(&self) -> bool {
         self.unsandboxed
@@ -862,7 +863,7 @@ fn compact_goes_on_from_the_summary_and_clear_from_nothing() {
     let (_, replayed) = Session::resume(dir.path(), None).unwrap();
     assert_eq!(replayed, c.messages());
     assert!(c.session_id().is_some());
-    c.clear();
+    c.clear(&mut ui);
     assert!(c.messages().is_empty());
     assert_eq!(
         c.session_id(),
@@ -935,4 +936,46 @@ fn without_usage_the_window_is_counted_in_bytes_and_a_summary_replaces_the_histo
         "{:?}",
         ui.0
     );
+}
+
+#[test]
+fn a_subagents_call_is_asked_by_the_callers_approval_naming_who_asks() {
+    let model = Scripted::new(vec![
+        calls(vec![call(
+            "t1",
+            "task",
+            json!({"description": "look around", "prompt": "find it"}),
+        )]),
+        calls(vec![call("e1", "echo", json!({"path": "x"}))]),
+        text("found it"),
+        text("done"),
+    ]);
+    let person = Person::answering(&["a"]);
+    let mut c = conversation(&model, 25).with_approval(asking(&[], &person));
+    let mut ui = Record::default();
+    let end = c.send("go", &host(), &mut ui, &AtomicBool::new(false));
+    assert_eq!(end, TurnEnd::Answered);
+    let seen = person.seen();
+    assert_eq!(seen[0], "Subagent 'look around' asks:", "{seen:?}");
+    // The subagent's request: a fresh context and the prompt alone.
+    let requests = model.seen.lock().unwrap().clone();
+    assert!(requests[1].system.contains("You are a subagent"));
+    assert_eq!(
+        requests[1].messages[0],
+        Message::User {
+            text: "find it".into()
+        }
+    );
+    // The caller gets the answer; its usage was the caller's to count.
+    let results = last_results(&model);
+    assert_eq!(results[0].envelope["result"]["answer"], "found it");
+    assert_eq!(results[0].envelope["result"]["tool_calls"], 1);
+    // The `a` answer holds for the caller too: echo now runs unasked.
+    let model2 = Scripted::new(vec![
+        calls(vec![call("e2", "echo", json!({"path": "y"}))]),
+        text("ok"),
+    ]);
+    c.set_client(model2.clone());
+    c.send("again", &host(), &mut ui, &AtomicBool::new(false));
+    assert_eq!(person.seen().len(), seen.len(), "{:?}", person.seen());
 }

@@ -17,15 +17,58 @@ use super::{visible, Paint};
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The file at `path` as text to diff, unless it is larger than
-/// `MAX_FILE_BYTES` (an error saying so).
+/// `MAX_FILE_BYTES` (an error saying so). The host reads it outside the
+/// fence, before and after a call a tool may have shaped the path for, so
+/// it reads as a call would be let: no link followed on the way (a link to
+/// a key shows nothing), nothing under a secret path or the files the
+/// system makes (`/proc`, `/sys`, `/dev`), only a regular file, opened
+/// without blocking (a FIFO never holds the host), and no more than the cap.
 pub fn read_text(path: &Path) -> std::io::Result<String> {
-    let size = std::fs::metadata(path)?.len();
+    use std::io::Read;
+    let cwd = std::env::current_dir()?;
+    let path = crate::host::files::lexical(&cwd.join(path));
+    if let Some(why) = kept_from_view(&path) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ));
+    }
+    let (file, st) = crate::host::files::Beneath::walk(&cwd, &path)?.open_regular()?;
+    let size = st.st_size as u64;
     if size > MAX_FILE_BYTES {
         return Err(std::io::Error::other(format!(
             "the file is {size} bytes, too large to show a diff"
         )));
     }
-    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Why the host shows nothing of `path` (absolute), if it must not: a
+/// secret path (decision 72) or a file the system makes.
+fn kept_from_view(path: &Path) -> Option<String> {
+    use std::sync::OnceLock;
+    static GUARD: OnceLock<crate::sandbox::Guard> = OnceLock::new();
+    for system in ["/proc", "/sys", "/dev"] {
+        if path.starts_with(system) {
+            return Some(format!(
+                "{} is a file the system makes; not shown",
+                path.display()
+            ));
+        }
+    }
+    let guard =
+        GUARD.get_or_init(|| crate::host::settings::guard(&crate::tool::Env::from_process(), None));
+    let given_back = guard.allow_read.iter().any(|a| path.starts_with(a));
+    let secret = guard.hide.iter().find(|h| path.starts_with(h))?;
+    (!given_back).then(|| {
+        format!(
+            "{} is under the secret path {}; not shown",
+            path.display(),
+            secret.display()
+        )
+    })
 }
 
 /// A diff drawn for a person, with its counts.

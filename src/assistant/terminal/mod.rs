@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -33,7 +33,7 @@ use rustyline::{
 use serde_json::Value;
 
 use super::commands::CONVERSATION_COMMANDS;
-use super::conversation::{short_call, Conversation, ToolHost, TurnEnd, Ui};
+use super::conversation::{short_call, Conversation, SubagentStep, ToolHost, TurnEnd, Ui};
 use super::cost::{self, Meter};
 use super::keys;
 use super::model::{Message, ToolCall, Usage};
@@ -54,6 +54,8 @@ pub trait Commands {
 }
 
 mod slash;
+
+pub use self::slash::parse_model;
 
 use self::slash::conversation_command;
 
@@ -201,6 +203,9 @@ pub struct TermUi {
     /// The tokens of the message under way.
     turn: Option<Usage>,
     meter: Meter,
+    /// The running subagents: the task call's id, its description and its
+    /// latest step, each drawn on a line of its own.
+    subagents: Vec<(String, String, String)>,
 }
 
 impl TermUi {
@@ -223,6 +228,7 @@ impl TermUi {
             before: Vec::new(),
             turn: None,
             meter: Meter::default(),
+            subagents: Vec::new(),
         }
     }
 
@@ -258,6 +264,23 @@ impl TermUi {
         let _ = err.flush();
         self.live.drawn = shown.len();
         self.live.last_draw = Some(Instant::now());
+    }
+
+    /// One line per running subagent, with its latest step, where a
+    /// call's live output would be.
+    fn draw_subagents(&mut self) {
+        self.quiet();
+        let mut err = std::io::stderr().lock();
+        if self.live.drawn > 0 {
+            let _ = write!(err, "\x1b[{}F\x1b[J", self.live.drawn);
+        }
+        for (_, what, step) in &self.subagents {
+            let line = format!("⇢ {what} · {step}");
+            let line = clip_columns(&line, self.width.saturating_sub(6).max(10));
+            let _ = writeln!(err, "  {}", self.err.dim(&line));
+        }
+        let _ = err.flush();
+        self.live.drawn = self.subagents.len();
     }
 
     fn clear_live(&mut self) {
@@ -462,6 +485,51 @@ impl Ui for TermUi {
         let text = self.err.red(&format!("error: {}", visible(text)));
         self.line(&text);
     }
+
+    fn subagent(&mut self, parent: &ToolCall, step: &SubagentStep) {
+        let latest = match step {
+            SubagentStep::Started { agent } => {
+                let what = parent.arguments["description"]
+                    .as_str()
+                    .map_or_else(|| agent.clone(), printable);
+                self.subagents
+                    .push((parent.id.clone(), what, format!("started ({agent})")));
+                None
+            }
+            SubagentStep::Text(text) => Some(printable(text.lines().next().unwrap_or(""))),
+            SubagentStep::ToolStarted(call) => {
+                Some(format!("→ {}", printable(&short_call(call, 80))))
+            }
+            SubagentStep::ToolFinished { call, envelope } => {
+                let mark = if envelope["tool_success"] == false {
+                    "✗"
+                } else {
+                    "✓"
+                };
+                Some(format!("{mark} {}", call.name))
+            }
+            SubagentStep::Notice(text) => Some(printable(text)),
+            SubagentStep::Error(text) => Some(format!("error: {}", printable(text))),
+            SubagentStep::Asking => {
+                // The question is written below whatever is on the screen.
+                self.quiet();
+                self.clear_live();
+                return;
+            }
+            SubagentStep::Ended { .. } => {
+                self.subagents.retain(|(id, _, _)| *id != parent.id);
+                None
+            }
+        };
+        if let Some(latest) = latest {
+            if let Some(entry) = self.subagents.iter_mut().find(|(id, ..)| *id == parent.id) {
+                entry.2 = latest;
+            }
+        }
+        if self.err_tty {
+            self.draw_subagents();
+        }
+    }
 }
 
 /// Writes to stdout at once. A reader that went away (`ikigai -p ... | head`)
@@ -497,12 +565,30 @@ fn handle(
             Some((name, args)) => (name, args.trim()),
             None => (body, ""),
         };
+        if conversation.context().commands.find(name).is_some() {
+            let end = signals::guarded(|cancel| {
+                crate::assistant::custom::run::send(line, conversation, host, ui, cancel)
+            });
+            ui.status(conversation.client().map(|c| c.model()), mode);
+            signals::end_if_signalled();
+            return Step::Continue(Some(end));
+        }
         if CONVERSATION_COMMANDS.iter().any(|c| c.0 == name) {
             let end = conversation_command(name, args, conversation, host, ui);
             ui.status(conversation.client().map(|c| c.model()), mode);
             return Step::Continue(end);
         }
-        return if commands.run(line) {
+        let leave = !commands.run(line);
+        if name == "help" {
+            let custom = &conversation.context().commands;
+            if !custom.list.is_empty() || !custom.skipped.is_empty() {
+                say(&format!(
+                    "{}\n",
+                    crate::assistant::custom::listing::commands(custom)
+                ));
+            }
+        }
+        return if !leave {
             Step::Continue(None)
         } else {
             Step::Leave
@@ -603,11 +689,36 @@ impl ConditionalEventHandler for CtrlC {
     }
 }
 
-/// The line editor's helper: a line ending in `\` goes on to the next.
-struct Input;
+/// The line editor's helper: a line ending in `\` goes on to the next,
+/// and Tab completes a slash command's name (built-in or custom).
+struct Input {
+    commands: Vec<String>,
+}
 
 impl Completer for Input {
     type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let typed = &line[..pos];
+        let Some(start) = typed.strip_prefix('/') else {
+            return Ok((0, Vec::new()));
+        };
+        if start.contains(char::is_whitespace) {
+            return Ok((0, Vec::new()));
+        }
+        let found = self
+            .commands
+            .iter()
+            .filter(|c| c.starts_with(start))
+            .map(|c| format!("/{c} "))
+            .collect();
+        Ok((0, found))
+    }
 }
 impl Hinter for Input {
     type Hint = String;
@@ -630,6 +741,16 @@ fn joined(input: &str) -> String {
     input.replace("\\\n", "\n")
 }
 
+/// Whether `path` can hold the prompt history: its directory ikigai's own
+/// (made on the first run), the file a regular one of the person's or none.
+fn own_history(path: &Path) -> std::io::Result<()> {
+    let dir = crate::assistant::session::private_dir(path.parent().unwrap_or(Path::new("/")))?;
+    match dir.open_existing(path.file_name().unwrap_or_default(), false) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other.map(drop),
+    }
+}
+
 /// The interactive assistant at a terminal.
 pub fn interactive(
     conversation: &mut Conversation,
@@ -639,17 +760,33 @@ pub fn interactive(
 ) -> anyhow::Result<()> {
     let mut ui = TermUi::new();
     let mut editor: Editor<Input, DefaultHistory> = Editor::new()?;
-    editor.set_helper(Some(Input));
+    let mut names: Vec<String> = super::commands::names().map(str::to_string).collect();
+    names.extend(
+        conversation
+            .context()
+            .commands
+            .list
+            .iter()
+            .map(|c| c.name.clone()),
+    );
+    names.sort();
+    editor.set_helper(Some(Input { commands: names }));
     editor.bind_sequence(
         KeyEvent::ctrl('C'),
         EventHandler::Conditional(Box::new(CtrlC)),
     );
+    // The history is written where ikigai's own directory is, checked: a
+    // history that is not a plain file of the person's (a link a tool
+    // left) is neither read nor written.
+    let history = history.filter(|path| match own_history(path) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("warning: the prompt history is not kept: {e}");
+            false
+        }
+    });
     if let Some(path) = &history {
         let _ = editor.load_history(path);
-        // The first run has no data directory yet; its history is kept too.
-        if let Some(dir) = path.parent() {
-            let _ = crate::assistant::session::private_dir(dir);
-        }
     }
     let style = ui.err;
     let prompt = ("> ".to_string(), style.bold(&style.cyan("> ")));
@@ -734,7 +871,9 @@ pub fn lines(
 /// `ikigai -p MESSAGE`: one message to completion.
 pub fn one_shot(message: &str, conversation: &mut Conversation, host: &dyn ToolHost) -> TurnEnd {
     let mut ui = TermUi::new();
-    let end = signals::guarded(|cancel| conversation.send(message, host, &mut ui, cancel));
+    let end = signals::guarded(|cancel| {
+        crate::assistant::custom::run::send(message, conversation, host, &mut ui, cancel)
+    });
     signals::end_if_signalled();
     end
 }

@@ -1,10 +1,11 @@
 //! The conversation's slash commands at the terminal: `/clear`,
 //! `/compact`, `/context`, `/init`, `/undo`, `/model`, `/sessions`,
-//! `/resume`, `/cost` (the host's own, `/tool` and `/refresh`, are in
+//! `/resume`, `/cost`, `/hooks`, `/agents` (the host's own, `/tool` and `/refresh`, are in
 //! `assistant/commands.rs`). Each says what it did in a line or two; those
 //! that can fail give a `TurnEnd`, so a script sees it in the exit code.
 
 use super::*;
+use crate::assistant::conversation::{Agent, GENERAL};
 
 /// `/clear`, `/compact`, `/context`, `/init`, `/model`, `/sessions`,
 /// `/resume`, `/cost`. Some end when the command could fail (so a script
@@ -19,7 +20,7 @@ pub(super) fn conversation_command(
     let env = Env::from_process();
     match name {
         "clear" => {
-            conversation.clear();
+            conversation.clear(ui);
             ui.notice("Started a new conversation; the model sees nothing of the one before.");
             None
         }
@@ -43,6 +44,11 @@ pub(super) fn conversation_command(
             Some(end)
         }
         "model" => Some(switch_model(args, conversation, ui, &env)),
+        "agents" => {
+            let agents = conversation.team().map(|t| t.agents.as_slice());
+            say(&format!("{}\n", list_agents(agents.unwrap_or(&[]))));
+            None
+        }
         "cost" => {
             let model = conversation.client().map(|c| c.model().to_string());
             say(&format!(
@@ -58,6 +64,17 @@ pub(super) fn conversation_command(
         "resume" => Some(resume(args, conversation, ui, &env)),
         "undo" => {
             undo(conversation, ui);
+            None
+        }
+        "skills" => {
+            say(&format!(
+                "{}\n",
+                crate::assistant::custom::listing::skills(&conversation.context().skills)
+            ));
+            None
+        }
+        "hooks" => {
+            say(&format!("{}\n", conversation.hooks().listing()));
             None
         }
         _ => None,
@@ -140,7 +157,7 @@ fn switch_model(
     }
 }
 
-pub(super) fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
+pub fn parse_model(args: &str) -> (Option<&'static str>, Option<&str>) {
     const PROVIDERS: &[&str] = &["openai", "anthropic", "google", "gemini", "stub"];
     let known = |p: &str| {
         PROVIDERS
@@ -239,4 +256,40 @@ fn resume(args: &str, conversation: &mut Conversation, ui: &mut TermUi, env: &En
             TurnEnd::Failed
         }
     }
+}
+
+/// `/agents`: the general agent, then each agent read from a file with
+/// its description, tools, model and file, and why it cannot run if so.
+fn list_agents(agents: &[Agent]) -> String {
+    let mut lines = vec!["Agents (task's `agent`):".to_string()];
+    // The built-in general agent, unless a file replaces it.
+    let general = Agent::general();
+    let builtin = (!agents.iter().any(|a| a.name == GENERAL)).then_some(&general);
+    let listed = builtin.into_iter().chain(agents.iter());
+    for agent in listed {
+        lines.push(format!(
+            "  {} · {}",
+            agent.name,
+            visible(&agent.description)
+        ));
+        let tools = match &agent.tools {
+            Some(tools) => tools.join(", "),
+            None => "every tool but task".into(),
+        };
+        let model = agent.model.as_deref().unwrap_or("the caller's");
+        lines.push(format!(
+            "      tools: {tools} · model: {model} · {}",
+            agent.from
+        ));
+        if let Some(problem) = &agent.problem {
+            lines.push(format!("      cannot run: {}", visible(problem)));
+        }
+    }
+    if agents.is_empty() {
+        lines.push(
+            "No agent files: add Markdown files to ~/.config/ikigai/agents/ (README, Subagents)."
+                .into(),
+        );
+    }
+    lines.join("\n")
 }

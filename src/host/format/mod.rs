@@ -87,6 +87,31 @@ pub fn tools_array(kind: ToolFormat, registry: &Registry) -> Value {
     }
 }
 
+/// A tools array (any format `tools_array` makes) with only the tools
+/// whose name `keep` accepts, in the same order and bytes otherwise: a
+/// subagent's narrowed tools.
+pub fn keep_only(array: &Value, keep: &dyn Fn(&str) -> bool) -> Value {
+    let named = |tool: &Value| {
+        let name = tool["name"].as_str().or(tool["function"]["name"].as_str());
+        name.is_none_or(keep)
+    };
+    let Some(items) = array.as_array() else {
+        return array.clone();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        if let Some(declarations) = item["functionDeclarations"].as_array() {
+            let kept: Vec<Value> = declarations.iter().filter(|d| named(d)).cloned().collect();
+            if !kept.is_empty() {
+                out.push(serde_json::json!({"functionDeclarations": kept}));
+            }
+        } else if named(item) {
+            out.push(item.clone());
+        }
+    }
+    Value::Array(out)
+}
+
 /// The tools `kind` has to leave out of its array: Gemini refuses names
 /// that do not start with a letter or `_` (listed by name), and schemas it
 /// cannot express, such as recursive ones (listed as `name (why)`). The
@@ -121,6 +146,42 @@ pub fn left_out_notice(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_only_narrows_every_format_and_keeps_the_rest_byte_for_byte() {
+        let registry = Registry::build(
+            ["bash", "grep", "task"]
+                .iter()
+                .map(|n| {
+                    crate::host::registry::tests::entry(
+                        n,
+                        &format!("/t/{n}"),
+                        crate::host::registry::Origin::User,
+                        serde_json::json!({"type": "object", "properties": {}}),
+                    )
+                })
+                .collect(),
+            vec![],
+        );
+        for kind in ToolFormat::ALL {
+            let all = tools_array(kind, &registry);
+            let kept = keep_only(&all, &|n| n != "task");
+            let text = kept.to_string();
+            assert!(!text.contains("\"task\""), "{kind:?}: {text}");
+            assert!(
+                text.contains("\"bash\"") && text.contains("\"grep\""),
+                "{kind:?}"
+            );
+            // What stays is what the whole array said of it.
+            let one = keep_only(&all, &|n| n == "grep");
+            let alone = keep_only(&kept, &|n| n == "grep");
+            assert_eq!(one, alone, "{kind:?}");
+        }
+        assert_eq!(
+            keep_only(&serde_json::json!([]), &|_| false),
+            serde_json::json!([])
+        );
+    }
 
     #[test]
     fn names_round_trip() {

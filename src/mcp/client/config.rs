@@ -1,7 +1,9 @@
 //! The MCP servers the host uses, read from a JSON file in the shape other
 //! agents use: `{"mcpServers": {"NAME": {"command", "args", "env", "cwd"}}}`
 //! for a server the host starts, `{"url", "headers"}` for one it reaches
-//! over Streamable HTTP. `${VAR}` (and `${VAR:-default}`) in any string is
+//! over Streamable HTTP. A started server is fenced (decision 82); its
+//! entry may name more directories it writes (`add_dirs`) or turn the
+//! fence off (`"sandbox": "off"`). `${VAR}` (and `${VAR:-default}`) in any string is
 //! replaced from the environment; a variable that is not set is an error
 //! for that server, never an empty string passed on in silence.
 
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::host::settings::parse_guard_path;
 use crate::tool::Env;
 
 /// How to reach one server.
@@ -20,6 +23,11 @@ pub enum Transport {
         args: Vec<String>,
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
+        /// Run inside the session's sandbox; false for `"sandbox": "off"`.
+        fenced: bool,
+        /// Directories it may write besides the workspace, `/tmp` and its
+        /// caches (`add_dirs`, absolute or under `~/`).
+        add_dirs: Vec<PathBuf>,
     },
     Http {
         url: String,
@@ -111,11 +119,35 @@ fn transport(server: &Value, env: &Env) -> Result<Transport, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("\"args\" must be an array of strings".into()),
     };
+    let fenced = match fields.get("sandbox") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) if s == "off" => false,
+        Some(other) => {
+            return Err(format!(
+                "\"sandbox\" can only be \"off\" (the server then runs with your rights), \
+                 not {other}; without it the server runs in the session's sandbox"
+            ))
+        }
+    };
+    let add_dirs = match fields.get("add_dirs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => parse_guard_path(Path::new(&expand(s, env)?), env)
+                    .map_err(|e| format!("\"add_dirs\": {e}")),
+                _ => Err("\"add_dirs\" must be an array of strings".to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"add_dirs\" must be an array of strings".into()),
+    };
     Ok(Transport::Stdio {
         command,
         args,
         env: map("env")?,
         cwd: text("cwd")?.map(PathBuf::from),
+        fenced,
+        add_dirs,
     })
 }
 
@@ -187,6 +219,8 @@ mod tests {
                 args: vec!["-y".into(), "srv".into(), "/h".into()],
                 env: [("K".to_string(), "t0k".to_string())].into(),
                 cwd: Some("/tmp".into()),
+                fenced: true,
+                add_dirs: Vec::new(),
             })
         );
         assert!(configs[2].transport.as_ref().unwrap_err().contains("NOPE"));
@@ -211,5 +245,42 @@ mod tests {
         assert!(e[0].transport.as_ref().unwrap_err().contains("args"));
         let e = parse(r#"{"mcpServers": {"a": {"url": "ftp://x"}}}"#, &env()).unwrap();
         assert!(e[0].transport.as_ref().unwrap_err().contains("http"));
+        for (entry, named) in [
+            (r#""sandbox": "on""#, "\"sandbox\" can only be \"off\""),
+            (r#""sandbox": false"#, "\"sandbox\" can only be \"off\""),
+            (r#""add_dirs": "x""#, "\"add_dirs\" must be an array"),
+            (
+                r#""add_dirs": ["rel/dir"]"#,
+                "'rel/dir' is not an absolute path",
+            ),
+        ] {
+            let text = format!(r#"{{"mcpServers": {{"a": {{"command": "x", {entry}}}}}}}"#);
+            let e = parse(&text, &env()).unwrap();
+            let why = e[0].transport.as_ref().unwrap_err();
+            assert!(why.contains(named), "{entry}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_server_is_fenced_unless_its_entry_says_off() {
+        let text = r#"{"mcpServers": {
+            "open": {"command": "x", "sandbox": "off"},
+            "kept": {"command": "x", "add_dirs": ["~/.cache/kept", "/opt/${TOKEN}"]}
+        }}"#;
+        let configs = parse(text, &env()).unwrap();
+        let fence = |c: &ServerConfig| match c.transport.clone().unwrap() {
+            Transport::Stdio {
+                fenced, add_dirs, ..
+            } => (fenced, add_dirs),
+            Transport::Http { .. } => panic!("a started server"),
+        };
+        assert_eq!(
+            fence(&configs[0]),
+            (
+                true,
+                vec![PathBuf::from("/h/.cache/kept"), PathBuf::from("/opt/t0k")]
+            )
+        );
+        assert_eq!(fence(&configs[1]), (false, Vec::new()));
     }
 }

@@ -8,8 +8,13 @@
 //! `PR_SET_PDEATHSIG`. That signal is tied to the thread that forked the
 //! child, so every server is started by one thread that lives as long as
 //! the process.
+//!
+//! A fenced server (decision 82) is started as `ikigai-tools sandbox-exec
+//! FENCE -- COMMAND ARGS`: the same containment and fence as a tool call,
+//! for as long as the server lives.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -62,17 +67,19 @@ pub enum Connection {
 }
 
 impl Connection {
-    /// Starts (or reaches) the server; no message is sent yet.
-    pub fn open(transport: &Transport) -> Result<Connection, String> {
+    /// Starts (or reaches) the server; no message is sent yet. `fence`:
+    /// the `sandbox-exec` arguments, up to and including `--`, that a
+    /// started server runs behind; None runs it with the person's rights.
+    pub fn open(transport: &Transport, fence: Option<&[OsString]>) -> Result<Connection, String> {
         match transport {
             Transport::Stdio {
                 command,
                 args,
                 env: extra,
                 cwd,
-            } => {
-                StdioConnection::spawn(command, args, extra, cwd.as_deref()).map(Connection::Stdio)
-            }
+                ..
+            } => StdioConnection::spawn(command, args, extra, cwd.as_deref(), fence)
+                .map(Connection::Stdio),
             Transport::Http { url, headers } => Ok(Connection::Http(HttpConnection {
                 url: url.clone(),
                 headers: headers.clone(),
@@ -200,8 +207,30 @@ impl StdioConnection {
         args: &[String],
         extra: &BTreeMap<String, String>,
         cwd: Option<&std::path::Path>,
+        fence: Option<&[OsString]>,
     ) -> Result<StdioConnection, String> {
-        let mut cmd = Command::new(command);
+        let cannot = |e: std::io::Error| format!("cannot start '{command}': {e}");
+        let mut cmd = match fence {
+            None => Command::new(command),
+            Some(fence) => {
+                // Found here, not by sandbox-exec's exec, so that a missing
+                // command is named as it is for a server run unfenced.
+                let path = extra
+                    .get("PATH")
+                    .map(OsString::from)
+                    .or_else(|| std::env::var_os("PATH"))
+                    .unwrap_or_default();
+                let program = find_program(command, &path, cwd).map_err(cannot)?;
+                let mut cmd = Command::new(crate::host::call::own_executable());
+                // The name decides the personality; "ikigai-tools" is none
+                // of the tools, so the first argument (sandbox-exec) does.
+                cmd.arg0("ikigai-tools")
+                    .arg(crate::sandbox::exec::NAME)
+                    .args(fence)
+                    .arg(program);
+                cmd
+            }
+        };
         cmd.args(args)
             .env_clear()
             // Provider keys and anything that looks like a credential stay home
@@ -225,7 +254,7 @@ impl StdioConnection {
                 Ok(())
             });
         }
-        let mut child = spawn_kept(cmd).map_err(|e| format!("cannot start '{command}': {e}"))?;
+        let mut child = spawn_kept(cmd).map_err(cannot)?;
         let pgid = child.id() as i32;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
@@ -373,6 +402,38 @@ fn read_replies(
         }
     }
     pending.lock().unwrap().clear();
+}
+
+/// The file `command` names, as `execvp` would find it: a name with a `/`
+/// as it is (from `cwd` when relative), else the first executable file of
+/// that name on `path`.
+fn find_program(
+    command: &str,
+    path: &std::ffi::OsStr,
+    cwd: Option<&std::path::Path>,
+) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        let file = match cwd {
+            Some(dir) => dir.join(command),
+            None => std::path::PathBuf::from(command),
+        };
+        return if runnable(&file) {
+            Ok(file)
+        } else if file.exists() {
+            Err(std::io::ErrorKind::PermissionDenied.into())
+        } else {
+            Err(std::io::ErrorKind::NotFound.into())
+        };
+    }
+    std::env::split_paths(path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(command))
+        .find(|file| runnable(file))
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not found on PATH"))
 }
 
 fn keep_tail(mut pipe: impl Read, kept: &Mutex<String>) {
@@ -613,6 +674,34 @@ fn read_events(mut reader: impl BufRead, want: &Value) -> Result<Value, Failure>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_are_found_as_execvp_finds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("srv");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::write(bin.join("plain"), "").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths(["/nonexistent".as_ref(), bin.as_path()]).unwrap();
+        assert_eq!(find_program("srv", &path, None).unwrap(), tool);
+        assert_eq!(
+            find_program("bin/srv", &path, Some(dir.path())).unwrap(),
+            tool
+        );
+        assert_eq!(
+            find_program("plain", &path, None).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            find_program("bin/plain", &path, Some(dir.path()))
+                .unwrap_err()
+                .kind(),
+            std::io::ErrorKind::PermissionDenied
+        );
+    }
 
     #[test]
     fn events_are_read_to_the_answer() {

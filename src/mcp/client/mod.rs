@@ -6,12 +6,18 @@
 //! skipped tool. Discovering again (`/refresh`) stops the servers and
 //! starts them anew.
 //!
+//! A server the host starts runs fenced (decision 82): inside the
+//! session's sandbox, with the network, writing the workspace, `/tmp`, its
+//! caches and its entry's `add_dirs`, as `sandbox-exec` builds it for a
+//! tool call. An entry with `"sandbox": "off"` runs with the person's
+//! rights, and the start line says so (`unfenced`).
+//!
 //! Only the file the user names (`--mcp-config`, `IKIGAI_MCP_CONFIG`) or
 //! `~/.ikigai/mcp.json` is read: a project's `.mcp.json` could start any
 //! program, so the host never loads one by itself.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -24,8 +30,9 @@ pub mod connection;
 use connection::{Connection, Failure};
 
 use crate::host::envelope::{self, Envelope};
-use crate::host::settings::parse_timeout;
+use crate::host::settings::{parse_timeout, SandboxSettings};
 use crate::mcp::protocol::sanitise_name;
+use crate::sandbox::{exec, Fence, Mode};
 use crate::tool::Env;
 
 /// What a server has to start, shake hands and list its tools, unless
@@ -60,6 +67,9 @@ pub struct Failed {
 #[derive(Default)]
 struct Live {
     servers: HashMap<String, Arc<Connection>>,
+    /// The fence each fenced server runs behind, for the note a failed
+    /// call carries.
+    fences: HashMap<String, Fence>,
     /// Registered name -> (server, the tool's own name).
     tools: HashMap<String, (String, String)>,
 }
@@ -69,29 +79,67 @@ fn live() -> &'static Mutex<Live> {
     LIVE.get_or_init(Mutex::default)
 }
 
-/// Stops the servers started before, then starts those of `config` (none
-/// when None) all at once, and lists their tools.
-pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
+/// Stops the servers started before, then starts those of every file in
+/// `paths` (the person's, then a trusted project's `.mcp.json`) and `more`
+/// (an editor's, over ACP) all at once, fenced as `sandbox` says, and lists
+/// their tools; a server whose name an earlier one took is reported, not
+/// started.
+pub fn start_all(
+    paths: &[&Path],
+    more: &[config::ServerConfig],
+    sandbox: &SandboxSettings,
+) -> (Vec<McpTool>, Vec<Failed>) {
     stop_all();
-    let Some(path) = config else {
-        return (Vec::new(), Vec::new());
-    };
     let env = Env::from_process();
     let timeout = env
         .var("IKIGAI_MCP_START_TIMEOUT")
         .and_then(|t| parse_timeout(t).ok())
         .unwrap_or(START_TIMEOUT);
-    let configs = match config::load(path, &env) {
-        Ok(configs) => configs,
-        Err(reason) => {
-            let what = path.display().to_string();
-            return (Vec::new(), vec![Failed { what, reason }]);
+    let mut configs: Vec<config::ServerConfig> = Vec::new();
+    let mut failed = Vec::new();
+    for path in paths {
+        match config::load(path, &env) {
+            Ok(found) => {
+                for server in found {
+                    if configs.iter().any(|c| c.name == server.name) {
+                        failed.push(Failed {
+                            reason: format!(
+                                "not started from {}: an earlier file names a server '{}'",
+                                path.display(),
+                                server.name
+                            ),
+                            what: server.name,
+                        });
+                    } else {
+                        configs.push(server);
+                    }
+                }
+            }
+            Err(reason) => failed.push(Failed {
+                what: path.display().to_string(),
+                reason,
+            }),
         }
-    };
+    }
+    for server in more {
+        if configs.iter().any(|c| c.name == server.name) {
+            failed.push(Failed {
+                reason: "not started: the MCP configuration file already has a server of \
+                         this name, which is the one started"
+                    .into(),
+                what: server.name.clone(),
+            });
+        } else {
+            configs.push(server.clone());
+        }
+    }
     let started: Vec<_> = std::thread::scope(|s| {
         let jobs: Vec<_> = configs
             .iter()
-            .map(|c| (c, s.spawn(move || open(c, timeout))))
+            .map(|c| {
+                let env = &env;
+                (c, s.spawn(move || open(c, timeout, sandbox, env)))
+            })
             .collect();
         jobs.into_iter()
             .map(|(c, job)| {
@@ -103,11 +151,10 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
             .collect()
     });
     let mut tools = Vec::new();
-    let mut failed = Vec::new();
     let mut state = live().lock().unwrap();
     for (server, outcome) in started {
         match outcome {
-            Ok((connection, listed)) => {
+            Ok((connection, listed, fence)) => {
                 for tool in listed {
                     let Some(own) = tool["name"].as_str() else {
                         continue;
@@ -117,6 +164,9 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
                         .tools
                         .insert(entry.name.clone(), (server.clone(), own.to_string()));
                     tools.push(entry);
+                }
+                if let Some(fence) = fence {
+                    state.fences.insert(server.clone(), fence);
                 }
                 state.servers.insert(server, Arc::new(connection));
             }
@@ -129,13 +179,29 @@ pub fn start(config: Option<&Path>) -> (Vec<McpTool>, Vec<Failed>) {
     (tools, failed)
 }
 
-/// Starts one server and lists its tools within `timeout`.
+/// Starts one server and lists its tools within `timeout`; also the fence
+/// it runs behind, if any.
 fn open(
     config: &config::ServerConfig,
     timeout: Duration,
-) -> Result<(Connection, Vec<Value>), String> {
+    sandbox: &SandboxSettings,
+    env: &Env,
+) -> Result<(Connection, Vec<Value>, Option<Fence>), String> {
     let transport = config.transport.clone()?;
-    let connection = Connection::open(&transport)?;
+    let fence = match &transport {
+        config::Transport::Stdio {
+            fenced: true,
+            add_dirs,
+            ..
+        } if sandbox.mode.confines() => Some(server_fence(sandbox, add_dirs, env)),
+        _ => None,
+    };
+    let fence_args = fence.as_ref().map(|f| {
+        let mut args = exec::arguments(f, sandbox.unavailable.is_some());
+        args.remove(0); // the personality's name
+        args
+    });
+    let connection = Connection::open(&transport, fence_args.as_deref())?;
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
     let listed = connection
@@ -161,12 +227,91 @@ fn open(
             Ok(tools)
         });
     match listed {
-        Ok(tools) => Ok((connection, tools)),
+        Ok(tools) => Ok((connection, tools, fence)),
         Err(reason) => {
             connection.close();
             Err(reason)
         }
     }
+}
+
+/// The fence of a server the host starts (decision 82): the session's
+/// rules for secrets, sockets and the files that run later, with the
+/// network. It writes what a tool call may write in workspace-write (in
+/// read-only: `$TMPDIR`, `/tmp` and `/dev/shm`), plus its caches
+/// (`cache_dirs`) and its entry's `add_dirs`: a server that cannot keep its
+/// cache (npx's packages, pip's wheels) does not start at all.
+pub fn server_fence(sandbox: &SandboxSettings, add_dirs: &[PathBuf], env: &Env) -> Fence {
+    let mut writable = sandbox.writable();
+    if sandbox.mode != Mode::WorkspaceWrite {
+        writable.retain(|d| d != &sandbox.workspace && !sandbox.add_dirs.contains(d));
+    }
+    for dir in cache_dirs(env).into_iter().chain(add_dirs.iter().cloned()) {
+        if !writable.contains(&dir) {
+            writable.push(dir);
+        }
+    }
+    Fence {
+        mode: Mode::WorkspaceWrite,
+        writable,
+        network: true,
+        guard: sandbox.guard.clone(),
+        limits: sandbox.limits,
+    }
+}
+
+/// The caches every server may write: `$XDG_CACHE_HOME` (else `~/.cache`)
+/// and `~/.npm`. Made when missing (0700), since the fence can only open
+/// a directory that exists, and a first `npx` run makes `~/.npm`.
+fn cache_dirs(env: &Env) -> Vec<PathBuf> {
+    let home = env.home();
+    let cache = match env.var("XDG_CACHE_HOME").filter(|d| d.starts_with('/')) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => home.as_ref().map(|h| h.join(".cache")),
+    };
+    let dirs: Vec<PathBuf> = cache
+        .into_iter()
+        .chain(home.map(|h| h.join(".npm")))
+        .collect();
+    for dir in &dirs {
+        if !dir.exists() {
+            use std::os::unix::fs::DirBuilderExt;
+            // Not made, the directory is only left out of the fence.
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
+    }
+    dirs
+}
+
+/// The servers of `config` that run with the person's rights although the
+/// session is sandboxed (`"sandbox": "off"`), for the start line. A file
+/// that cannot be read names none: starting the servers reports it.
+pub fn unfenced(config: Option<&Path>, mode: Mode) -> Vec<String> {
+    let Some(path) = config.filter(|_| mode.confines()) else {
+        return Vec::new();
+    };
+    let configs = config::load(path, &Env::from_process()).unwrap_or_default();
+    configs
+        .into_iter()
+        .filter(|c| {
+            matches!(
+                c.transport,
+                Ok(config::Transport::Stdio { fenced: false, .. })
+            )
+        })
+        .map(|c| c.name)
+        .collect()
+}
+
+/// The fence the server of MCP tool `name` (as registered) runs behind;
+/// None for a server unfenced or reached over HTTP.
+pub fn fence_of(name: &str) -> Option<Fence> {
+    let state = live().lock().unwrap();
+    let (server, _) = state.tools.get(name)?;
+    state.fences.get(server).cloned()
 }
 
 /// The registry's view of one listed tool.
@@ -197,6 +342,7 @@ pub fn stop_all() {
     let servers: Vec<Arc<Connection>> = {
         let mut state = live().lock().unwrap();
         state.tools.clear();
+        state.fences.clear();
         state.servers.drain().map(|(_, c)| c).collect()
     };
     std::thread::scope(|s| {

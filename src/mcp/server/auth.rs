@@ -5,11 +5,12 @@
 //! `$XDG_RUNTIME_DIR/ikigai/mcp-PORT.token` (else `~/.ikigai/`), where a
 //! client on this machine can read it. `--no-auth` serves without one, on a
 //! loopback address only. The token is compared in a time that does not
-//! depend on how much of it a guess got right.
+//! depend on how much of it a guess got right. The random IDs the HTTP
+//! server hands out come from here too (`random_hex`).
 
-use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
+
 use std::path::{Path, PathBuf};
 
 use crate::tool::Env;
@@ -67,7 +68,26 @@ fn check(token: &str) -> Result<(), String> {
 
 /// A new token: 256 random bits as hex.
 pub fn make() -> String {
-    super::http::random_hex(32)
+    random_hex(32)
+}
+
+/// `n` random bytes from the kernel, as hex: the token, and the HTTP
+/// sessions' IDs, which must be as unguessable.
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        // SAFETY: getrandom writes at most the length it is given, here the
+        // rest of the buffer.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), n - filled, 0) };
+        if got <= 0 {
+            // Interrupted by a signal: again.
+            std::thread::yield_now();
+            continue;
+        }
+        filled += got as usize;
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where a made token is written: `$XDG_RUNTIME_DIR/ikigai/mcp-PORT.token`,
@@ -80,24 +100,15 @@ pub fn token_path(env: &Env, port: u16) -> Option<PathBuf> {
     Some(dir.join(format!("mcp-{port}.token")))
 }
 
-/// Writes `token` to `path`, mode 0600 in a 0700 directory, replacing what
-/// was there.
+/// Writes `token` to `path`, mode 0600 in a 0700 directory of the host's
+/// own (`host::files`), replacing what was there: a new file, never one
+/// opened through a link.
 pub fn save(path: &Path, token: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // An older file keeps its mode on open: make it private before writing.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(format!("{token}\n").as_bytes())
+    let dir = crate::host::files::Dir::own(path.parent().unwrap_or(Path::new("/")))?;
+    let name = path.file_name().unwrap_or_default();
+    dir.remove_file(name)?;
+    dir.create_new(name, 0o600)?
+        .write_all(format!("{token}\n").as_bytes())
 }
 
 /// Whether an `Authorization` header carries `token`, in a time that

@@ -6,9 +6,7 @@
 //! as new ones come (decision 101), so it holds at most `KEEP` captures of
 //! at most the capture cap each.
 
-use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -52,7 +50,7 @@ impl Captures {
             .dir
             .as_deref()
             .ok_or_else(|| io::Error::other("no home directory to save it in"))?;
-        private_dir(dir)?;
+        let own = crate::host::files::Dir::own(dir)?;
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -74,14 +72,11 @@ impl Captures {
                 "{millis:015}-{}-{n}-{tool}.{what}",
                 std::process::id()
             ));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
+            let name = path.file_name().unwrap_or_default();
+            match own.create_new(name, 0o600) {
                 Ok(mut file) => {
-                    file.write_all(bytes)?;
+                    file.write_all(bytes)
+                        .map_err(|e| crate::host::files::plain(e, dir, &path))?;
                     break path;
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -112,17 +107,10 @@ impl Captures {
     }
 }
 
-fn private_dir(dir: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn private_named_and_bounded() {

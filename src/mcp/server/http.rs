@@ -437,25 +437,7 @@ fn reply(ex: &mut Exchange, status: u16, body: Option<&Value>, headers: &[(&str,
 /// 128 random bits, as hex: unguessable, so one client cannot use another's
 /// session.
 fn new_session_id() -> String {
-    random_hex(16)
-}
-
-/// `n` random bytes from the kernel, as hex.
-pub fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    let mut filled = 0;
-    while filled < n {
-        // SAFETY: getrandom writes at most the length it is given, here the
-        // rest of the buffer.
-        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), n - filled, 0) };
-        if got <= 0 {
-            // Interrupted by a signal: again.
-            std::thread::yield_now();
-            continue;
-        }
-        filled += got as usize;
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    auth::random_hex(16)
 }
 
 #[cfg(test)]

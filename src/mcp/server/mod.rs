@@ -130,6 +130,10 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             }
         }
     };
+    // ikigai's own directories exist before any tool runs (decision 80).
+    for problem in crate::host::files::make_own_dirs(&Env::from_process()) {
+        eprintln!("ikigai-tools mcp: warning: {problem}");
+    }
     let addr = match options.http.as_deref().map(parse_addr).transpose() {
         Ok(addr) => addr,
         Err(e) => return usage(&e),

@@ -67,6 +67,8 @@ pub enum Reply {
     StatusWith(u16, Vec<(&'static str, String)>, String),
     /// The connection closes without an answer.
     Drop,
+    /// This reply after a wait (a model that thinks for a while).
+    After(Duration, Box<Reply>),
     /// A stream that breaks off: its events up to the first with this text
     /// (none at all when it is empty), then the connection closes.
     BreakOff(String),
@@ -124,6 +126,9 @@ struct State {
     input_tokens: u64,
     /// Of those, how many each reply says were read from the cache.
     cached: u64,
+    /// Scripts of their own for requests whose first user message holds
+    /// a marker (a subagent's, told from its caller's), each with its next.
+    routes: Vec<(String, Vec<Reply>, usize)>,
 }
 
 impl ModelServer {
@@ -179,6 +184,7 @@ impl ModelServer {
             counting: false,
             input_tokens: 11,
             cached: 0,
+            routes: Vec::new(),
         }));
         let shared = Arc::clone(&state);
         std::thread::spawn(move || {
@@ -206,6 +212,42 @@ impl ModelServer {
     /// provider's cache, in the provider's own usage field.
     pub fn report_cached(&self, tokens: u64) {
         self.state.lock().unwrap().cached = tokens;
+    }
+
+    /// Requests whose first user message holds `marker` are answered from
+    /// `script`, in its own order; the others from the main script. A
+    /// subagent's requests are told from its caller's so, however the
+    /// threads interleave.
+    pub fn route(&self, marker: &str, script: Vec<Reply>) {
+        let mut state = self.state.lock().unwrap();
+        state.routes.push((marker.to_string(), script, 0));
+    }
+
+    /// The requests whose first user message holds `marker`.
+    pub fn requests_of(&self, marker: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| first_user_message(&r.body).contains(marker))
+            .collect()
+    }
+
+    /// The requests of no route: the main conversation's.
+    pub fn main_requests(&self) -> Vec<Recorded> {
+        let markers: Vec<String> = self
+            .state
+            .lock()
+            .unwrap()
+            .routes
+            .iter()
+            .map(|r| r.0.clone())
+            .collect();
+        self.requests()
+            .into_iter()
+            .filter(|r| {
+                let first = first_user_message(&r.body);
+                !markers.iter().any(|m| first.contains(m.as_str()))
+            })
+            .collect()
     }
 
     /// The base URL as the provider's variable wants it (decision 12).
@@ -308,8 +350,27 @@ fn serve(
             &json!({"error": {"message": problem}}).to_string(),
         );
     }
-    let Some(reply) = state.script.get(state.next).cloned() else {
-        let problem = format!("request {} is past the end of the script", state.next + 1);
+    let first = first_user_message(&recorded.body);
+    let route = state
+        .routes
+        .iter()
+        .position(|(marker, ..)| first.contains(marker.as_str()));
+    let (script, next) = match route {
+        Some(r) => {
+            let (_, script, next) = &mut state.routes[r];
+            (&*script, next)
+        }
+        None => {
+            let State { script, next, .. } = &mut *state;
+            (&*script, next)
+        }
+    };
+    let Some(reply) = script.get(*next).cloned() else {
+        let problem = format!(
+            "request {} is past the end of the script{}",
+            *next + 1,
+            route.map_or(String::new(), |r| format!(" of route {r}"))
+        );
         problems.lock().unwrap().push(problem.clone());
         return respond(
             &mut stream,
@@ -317,7 +378,11 @@ fn serve(
             &json!({"error": {"message": problem}}).to_string(),
         );
     };
-    state.next += 1;
+    *next += 1;
+    let (delay, reply) = match reply {
+        Reply::After(delay, inner) => (delay, *inner),
+        reply => (Duration::ZERO, reply),
+    };
     state.input_tokens = if state.counting {
         recorded.body.to_string().len() as u64 / 4
     } else {
@@ -348,6 +413,7 @@ fn serve(
         _ => Value::Null,
     };
     drop(state);
+    std::thread::sleep(delay);
     match reply {
         Reply::Status(status, body) => respond(&mut stream, status, &body),
         Reply::StatusWith(status, headers, body) => {
@@ -363,6 +429,7 @@ fn serve(
             stream.flush()
         }
         Reply::Drop => stream.shutdown(std::net::Shutdown::Both),
+        Reply::After(..) => unreachable!("unwrapped above"),
         Reply::BreakOff(text) => {
             let first = halves(&text).0;
             let upto = events
@@ -401,6 +468,18 @@ fn serve(
             Ok(())
         }
     }
+}
+
+/// The first user message of a request body in any of the four formats,
+/// as JSON text ("" when there is none).
+pub fn first_user_message(body: &Value) -> String {
+    ["messages", "input", "contents"]
+        .iter()
+        .filter_map(|key| body[*key].as_array())
+        .flatten()
+        .find(|m| m["role"] == "user")
+        .map(Value::to_string)
+        .unwrap_or_default()
 }
 
 fn respond(stream: &mut TcpStream, status: u16, body: &str) -> std::io::Result<()> {
