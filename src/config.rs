@@ -109,7 +109,6 @@ pub struct LimitsConfig {
     pub file_size: Option<usize>,
 }
 
-
 /// The events a hook may be configured for, as Claude Code names them.
 pub const HOOK_EVENTS: [&str; 9] = [
     "SessionStart",
@@ -218,7 +217,6 @@ struct RawLimits {
     memory: Option<Size>,
     file_size: Option<Size>,
 }
-
 
 /// `[hooks]`: one list of tables per event; a misspelt event is an unknown
 /// field, named with its line.

@@ -550,8 +550,7 @@ impl Launch {
                 Failure::Tool("SUBAGENT_FAILED".into()),
                 format!(
                     "{who} was stopped by a hook: {}",
-                    ui.error
-                        .unwrap_or_else(|| "a hook ended its turn".into())
+                    ui.error.unwrap_or_else(|| "a hook ended its turn".into())
                 ),
             ),
             TurnEnd::Failed | TurnEnd::NotConfigured => failed(
