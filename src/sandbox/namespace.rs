@@ -8,14 +8,18 @@
 //! - each secret path (`Guard::hide`) is covered by an empty, read-only
 //!   mount of mode 000: a directory by an empty directory, anything else
 //!   by an empty file. Once the capabilities are dropped (`caps`), reading
-//!   it fails with EACCES. A path given back (`allow_read`) that lies
-//!   inside a secret directory is left uncovered and its siblings covered
-//!   one by one (`~/.ssh/known_hosts` inside `~/.ssh`);
+//!   it fails with EACCES. A secret directory with a path given back
+//!   (`allow_read`) inside (`~/.ssh/known_hosts` inside `~/.ssh`, a
+//!   session's directory inside the data directory) is covered instead by
+//!   a read-only tmpfs of its own whose only entries are the way to each
+//!   path given back (directories of mode 0111) and, at its end, a clone
+//!   of that path taken before the cover (`Veil`, decision 113): one
+//!   mount and one per path given back, however many entries it holds;
 //! - each protected path (`Guard::protect`, and each writable directory's
 //!   `.git/hooks`, `.git/config` and what names another config) that lies
 //!   in a writable directory is bound read-only onto itself: writes fail
-//!   with EROFS while the rest of the directory stays writable; so is a
-//!   secret directory that keeps readable entries;
+//!   with EROFS while the rest of the directory stays writable; so are
+//!   the clones of what a secret directory gives back;
 //! - each directory above a protected or secret path, up to the first
 //!   whose own directory is not writable, is bound onto itself, writable
 //!   as before (decision 79): a mount point cannot be renamed, moved or
@@ -31,7 +35,7 @@
 //! Mounts made here are locked to this namespace: a tool that makes a
 //! nested namespace cannot remove them. The mounts are made with the new
 //! mount API (`open_tree`, `move_mount`, `mount_setattr`), one source tree
-//! of two inodes per call.
+//! of two inodes per call for the covers, and one tmpfs per veil.
 
 use std::ffi::CString;
 use std::io;
