@@ -463,7 +463,11 @@ impl Plan {
         let inside = allow
             .iter()
             .any(|a| a.starts_with(path) || a.starts_with(&real));
-        if is_dir && inside && !self.veils.iter().any(|v| v.dir == real) {
+        if self.veils.iter().any(|v| v.dir == real) {
+            // Hidden twice (the guard and the config file): veiled once.
+            return;
+        }
+        if is_dir && inside {
             let mut keep: Vec<(PathBuf, bool)> = Vec::new();
             for a in allow {
                 let Ok(rel) = a.strip_prefix(path).or_else(|_| a.strip_prefix(&real)) else {
@@ -1171,6 +1175,12 @@ mod tests {
         };
         let plan = Plan::of(&fence);
         assert_eq!(plan.hide_dirs, [home.join(".aws")]);
+        // Hidden twice, veiled once and not covered whole.
+        let mut twice = fence.clone();
+        twice.guard.hide.push(home.join(".ssh"));
+        let twice = Plan::of(&twice);
+        assert_eq!(twice.veils.len(), 1);
+        assert_eq!(twice.hide_dirs, [home.join(".aws")]);
         assert!(plan.hide_files.contains(&home.join(".netrc")));
         assert!(!plan
             .hide_files
