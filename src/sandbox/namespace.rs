@@ -8,14 +8,18 @@
 //! - each secret path (`Guard::hide`) is covered by an empty, read-only
 //!   mount of mode 000: a directory by an empty directory, anything else
 //!   by an empty file. Once the capabilities are dropped (`caps`), reading
-//!   it fails with EACCES. A path given back (`allow_read`) that lies
-//!   inside a secret directory is left uncovered and its siblings covered
-//!   one by one (`~/.ssh/known_hosts` inside `~/.ssh`);
+//!   it fails with EACCES. A secret directory with a path given back
+//!   (`allow_read`) inside (`~/.ssh/known_hosts` inside `~/.ssh`, a
+//!   session's directory inside the data directory) is covered instead by
+//!   a read-only tmpfs of its own whose only entries are the way to each
+//!   path given back (directories of mode 0111) and, at its end, a clone
+//!   of that path taken before the cover (`Veil`, decision 113): one
+//!   mount and one per path given back, however many entries it holds;
 //! - each protected path (`Guard::protect`, and each writable directory's
 //!   `.git/hooks`, `.git/config` and what names another config) that lies
 //!   in a writable directory is bound read-only onto itself: writes fail
-//!   with EROFS while the rest of the directory stays writable; so is a
-//!   secret directory that keeps readable entries;
+//!   with EROFS while the rest of the directory stays writable; so are
+//!   the clones of what a secret directory gives back;
 //! - each directory above a protected or secret path, up to the first
 //!   whose own directory is not writable, is bound onto itself, writable
 //!   as before (decision 79): a mount point cannot be renamed, moved or
@@ -31,7 +35,7 @@
 //! Mounts made here are locked to this namespace: a tool that makes a
 //! nested namespace cannot remove them. The mounts are made with the new
 //! mount API (`open_tree`, `move_mount`, `mount_setattr`), one source tree
-//! of two inodes per call.
+//! of two inodes per call for the covers, and one tmpfs per veil.
 
 use std::ffi::CString;
 use std::io;
@@ -325,9 +329,28 @@ struct Plan {
     read_only: Vec<PathBuf>,
     hide_dirs: Vec<PathBuf>,
     hide_files: Vec<PathBuf>,
-    /// Secret directories hidden entry by entry, because a path given back
-    /// lies inside (`~/.ssh` and its `known_hosts`).
-    split: Vec<PathBuf>,
+    /// Secret directories that keep paths given back (`~/.ssh` and its
+    /// `known_hosts`), each covered by a tmpfs of its own that holds only
+    /// the way to those paths and a clone of each.
+    veils: Vec<Veil>,
+}
+
+/// A secret directory covered by a fresh read-only tmpfs whose only
+/// entries are the way to each path given back inside it: directories of
+/// mode 0111 (traversable, not listable) and, at the end of each way, a
+/// clone of the path given back, moved there. Two mounts and one per path
+/// given back, however many entries the directory holds.
+#[derive(Debug, PartialEq)]
+struct Veil {
+    /// The directory, every link resolved.
+    dir: PathBuf,
+    /// Each path given back, relative to `dir` (none inside another), and
+    /// whether it is a directory.
+    keep: Vec<(PathBuf, bool)>,
+    /// Whether the clones are made read-only: where the directory lies in
+    /// a writable directory, so that nothing given back is changed or
+    /// removed (`rm -rf ~/.ssh` keeps `known_hosts`).
+    read_only: bool,
 }
 
 impl Plan {
@@ -360,10 +383,19 @@ impl Plan {
         }
         // A secret directory that keeps readable entries is read-only as a
         // whole where it is writable: nothing given back can be removed
-        // (`rm -rf ~/.ssh` keeps known_hosts) and nothing new put beside.
-        for dir in std::mem::take(&mut plan.split) {
-            if writable.iter().any(|w| dir.starts_with(w)) && !plan.read_only.contains(&dir) {
-                plan.read_only.push(dir);
+        // (`rm -rf ~/.ssh` keeps known_hosts) and nothing new put beside
+        // (its cover is read-only, the clones are made so).
+        for veil in &mut plan.veils {
+            veil.read_only = writable.iter().any(|w| veil.dir.starts_with(w));
+        }
+        // The shallowest first: a veil inside a path another gives back is
+        // made once that path is back in place; one elsewhere inside
+        // another is hidden already.
+        plan.veils.sort_by_key(|v| v.dir.components().count());
+        let veils = std::mem::take(&mut plan.veils);
+        for veil in veils {
+            if !plan.veiled(&veil.dir) {
+                plan.veils.push(veil);
             }
         }
         // Each of them stays where it is: neither it (a mount point
@@ -375,6 +407,7 @@ impl Plan {
             .iter()
             .chain(&plan.hide_dirs)
             .chain(&plan.hide_files)
+            .chain(plan.veils.iter().map(|v| &v.dir))
             .cloned()
             .collect();
         for path in &guarded {
@@ -396,7 +429,25 @@ impl Plan {
                 plan.hide_files.push(socket);
             }
         }
+        // What lies under a veil and is not given back is gone from view:
+        // nothing to cover there.
+        let (mut dirs, mut files) = (
+            std::mem::take(&mut plan.hide_dirs),
+            std::mem::take(&mut plan.hide_files),
+        );
+        dirs.retain(|p| !plan.veiled(p));
+        files.retain(|p| !plan.veiled(p));
+        (plan.hide_dirs, plan.hide_files) = (dirs, files);
         plan
+    }
+
+    /// Whether `path` lies under a veil and not in a path it gives back.
+    fn veiled(&self, path: &Path) -> bool {
+        self.veils.iter().any(|v| {
+            path.strip_prefix(&v.dir).is_ok_and(|rel| {
+                !rel.as_os_str().is_empty() && !v.keep.iter().any(|(k, _)| rel.starts_with(k))
+            })
+        })
     }
 
     /// Covers `path`, or, when a path given back lies inside it, each of
@@ -412,16 +463,39 @@ impl Plan {
         let inside = allow
             .iter()
             .any(|a| a.starts_with(path) || a.starts_with(&real));
+        if self.veils.iter().any(|v| v.dir == real) {
+            // Hidden twice (the guard and the config file): veiled once.
+            return;
+        }
         if is_dir && inside {
-            if !self.split.contains(&real) {
-                self.split.push(real.clone());
-            }
-            if let Ok(entries) = std::fs::read_dir(&real) {
-                for entry in entries.flatten() {
-                    self.hide(&path.join(entry.file_name()), allow);
+            let mut keep: Vec<(PathBuf, bool)> = Vec::new();
+            for a in allow {
+                let Ok(rel) = a.strip_prefix(path).or_else(|_| a.strip_prefix(&real)) else {
+                    continue;
+                };
+                let plain = rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+                let Ok(meta) = std::fs::metadata(a) else {
+                    continue;
+                };
+                if plain && !rel.as_os_str().is_empty() {
+                    keep.push((rel.to_path_buf(), meta.is_dir()));
                 }
             }
-            return;
+            // A path inside another given back comes back with it.
+            keep.sort();
+            keep.dedup();
+            let all = keep.clone();
+            keep.retain(|(k, _)| !all.iter().any(|(o, _)| o != k && k.starts_with(o)));
+            if !keep.is_empty() {
+                self.veils.push(Veil {
+                    dir: real,
+                    keep,
+                    read_only: false,
+                });
+                return;
+            }
         }
         let list = if is_dir {
             &mut self.hide_dirs
@@ -444,7 +518,12 @@ impl Plan {
             if !writable.iter().any(|w| parent.starts_with(w)) {
                 break;
             }
-            let mounted = self.read_only.iter().chain(&self.hide_dirs).any(|m| m == d);
+            let mounted = self
+                .read_only
+                .iter()
+                .chain(&self.hide_dirs)
+                .chain(self.veils.iter().map(|v| &v.dir))
+                .any(|m| m == d);
             if !mounted && !self.pinned.iter().any(|p| p == d) {
                 self.pinned.push(d.to_path_buf());
             }
@@ -458,6 +537,9 @@ impl Plan {
         }
         for path in &self.read_only {
             bind(path, true)?;
+        }
+        for veil in &self.veils {
+            veil.apply()?;
         }
         if self.hide_dirs.is_empty() && self.hide_files.is_empty() {
             return Ok(());
@@ -640,6 +722,212 @@ fn bind(path: &Path, read_only: bool) -> Result<(), String> {
         };
         libc::close(tree);
         result
+    }
+}
+
+/// A descriptor closed when dropped.
+struct Fd(libc::c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this struct owns.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
+impl Veil {
+    /// Clones each path given back, covers the directory with a fresh
+    /// tmpfs holding the way to each, and moves each clone to its place.
+    fn apply(&self) -> Result<(), String> {
+        let fail = |what: &str| {
+            format!(
+                "cannot make the cover of {} ({what}): {}",
+                self.dir.display(),
+                io::Error::last_os_error()
+            )
+        };
+        let rdonly = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let mut clones = Vec::new();
+        for (rel, is_dir) in &self.keep {
+            let path = self.dir.join(rel);
+            let c = c_path(&path)?;
+            // SAFETY: open_tree and mount_setattr on a valid C string and on
+            // the descriptor just opened; the attribute struct is valid for
+            // its size.
+            unsafe {
+                let tree = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    OPEN_TREE_CLONE
+                        | libc::O_CLOEXEC as libc::c_uint
+                        | libc::AT_RECURSIVE as libc::c_uint,
+                ) as libc::c_int;
+                if tree < 0 {
+                    if vanished() {
+                        continue;
+                    }
+                    return Err(last_error("clone", &path));
+                }
+                let tree = Fd(tree);
+                if self.read_only
+                    && libc::syscall(
+                        libc::SYS_mount_setattr,
+                        tree.0,
+                        c"".as_ptr(),
+                        (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
+                        &rdonly as *const MountAttr,
+                        std::mem::size_of::<MountAttr>(),
+                    ) != 0
+                {
+                    return Err(last_error("make read-only", &path));
+                }
+                clones.push((tree, rel, *is_dir));
+            }
+        }
+        // SAFETY: syscalls on valid C strings and on descriptors this
+        // function opens and closes (`Fd`); the attribute struct is valid
+        // for its size.
+        unsafe {
+            let fs =
+                libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as libc::c_int;
+            if fs < 0 {
+                return Err(fail("fsopen"));
+            }
+            let fs = Fd(fs);
+            let configured = [(c"mode", c"0700"), (c"size", c"64k")]
+                .iter()
+                .all(|(key, value)| {
+                    libc::syscall(
+                        libc::SYS_fsconfig,
+                        fs.0,
+                        FSCONFIG_SET_STRING,
+                        key.as_ptr(),
+                        value.as_ptr(),
+                        0,
+                    ) == 0
+                })
+                && libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs.0,
+                    FSCONFIG_CMD_CREATE,
+                    std::ptr::null::<libc::c_char>(),
+                    std::ptr::null::<libc::c_char>(),
+                    0,
+                ) == 0;
+            if !configured {
+                return Err(fail("fsconfig"));
+            }
+            let mount = libc::syscall(
+                libc::SYS_fsmount,
+                fs.0,
+                FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            ) as libc::c_int;
+            if mount < 0 {
+                return Err(fail("fsmount"));
+            }
+            let mount = Fd(mount);
+            // The way to each path given back: directories made 0700, and
+            // made 0111 once all is in place, the deepest first.
+            let mut dirs: Vec<PathBuf> = Vec::new();
+            for (_, rel, is_dir) in &clones {
+                let mut way = PathBuf::new();
+                let parts: Vec<_> = rel.components().collect();
+                for (i, part) in parts.iter().enumerate() {
+                    way.push(part);
+                    let last = i + 1 == parts.len();
+                    let c = c_path(&way)?;
+                    if last && !is_dir {
+                        let file = libc::openat(
+                            mount.0,
+                            c.as_ptr(),
+                            libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                            0,
+                        );
+                        if file < 0 {
+                            return Err(fail("a file"));
+                        }
+                        libc::close(file);
+                    } else if !dirs.contains(&way) {
+                        if libc::mkdirat(mount.0, c.as_ptr(), 0o700) != 0 {
+                            return Err(fail("a directory"));
+                        }
+                        dirs.push(way.clone());
+                    }
+                }
+            }
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for dir in &dirs {
+                let c = c_path(dir)?;
+                if libc::fchmodat(mount.0, c.as_ptr(), 0o111, 0) != 0 {
+                    return Err(fail("chmod"));
+                }
+            }
+            let root = libc::openat(
+                mount.0,
+                c".".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            if root < 0 {
+                return Err(fail("its root"));
+            }
+            let root = Fd(root);
+            if libc::fchmod(root.0, 0o111) != 0 {
+                return Err(fail("chmod"));
+            }
+            drop(root);
+            if libc::syscall(
+                libc::SYS_mount_setattr,
+                mount.0,
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH as libc::c_uint,
+                &rdonly as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
+            {
+                return Err(fail("read-only"));
+            }
+            let c = c_path(&self.dir)?;
+            if libc::syscall(
+                libc::SYS_move_mount,
+                mount.0,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) != 0
+            {
+                return if vanished() {
+                    Ok(())
+                } else {
+                    Err(last_error("cover", &self.dir))
+                };
+            }
+            for (tree, rel, _) in &clones {
+                let place = self.dir.join(rel);
+                let c = c_path(&place)?;
+                if libc::syscall(
+                    libc::SYS_move_mount,
+                    tree.0,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH,
+                ) != 0
+                {
+                    return Err(last_error("give back", &place));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -887,10 +1175,29 @@ mod tests {
         };
         let plan = Plan::of(&fence);
         assert_eq!(plan.hide_dirs, [home.join(".aws")]);
-        assert!(plan.hide_files.contains(&home.join(".ssh/id_ed25519")));
+        // Hidden twice, veiled once and not covered whole.
+        let mut twice = fence.clone();
+        twice.guard.hide.push(home.join(".ssh"));
+        let twice = Plan::of(&twice);
+        assert_eq!(twice.veils.len(), 1);
+        assert_eq!(twice.hide_dirs, [home.join(".aws")]);
         assert!(plan.hide_files.contains(&home.join(".netrc")));
-        assert!(!plan.hide_files.contains(&home.join(".ssh/known_hosts")));
-        assert!(!plan.hide_files.contains(&home.join(".ssh/config")));
+        assert!(!plan
+            .hide_files
+            .iter()
+            .any(|f| f.starts_with(home.join(".ssh"))));
+        // `~/.ssh` is veiled whole: only what is given back comes back.
+        assert_eq!(
+            plan.veils,
+            [Veil {
+                dir: home.join(".ssh"),
+                keep: vec![
+                    (PathBuf::from("config"), false),
+                    (PathBuf::from("known_hosts"), false)
+                ],
+                read_only: false,
+            }]
+        );
         // The hooks directory is made so that it can be covered.
         assert_eq!(
             plan.read_only,
@@ -922,11 +1229,8 @@ mod tests {
             },
             ..fence
         });
-        assert_eq!(
-            at_home.read_only,
-            [home.join(".config/ikigai"), home.join(".ssh")]
-        );
+        assert_eq!(at_home.read_only, [home.join(".config/ikigai")]);
+        assert!(at_home.veils[0].read_only);
         assert_eq!(at_home.pinned, [home.join(".config")]);
-        assert!(at_home.hide_files.contains(&home.join(".ssh/id_ed25519")));
     }
 }

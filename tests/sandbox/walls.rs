@@ -331,3 +331,61 @@ fn every_config_error_names_the_file() {
         assert!(out.stderr.contains(&want), "{text}: {}", out.stderr);
     }
 }
+
+/// A place whose data directory holds `sessions` sessions (each with a
+/// log), the call given back the eighth's directory: the mounts of its
+/// call, and what it read.
+fn sessions_seen(who: Who, sessions: usize) -> (usize, String) {
+    let p = Place::new(who);
+    let data = p.home.join(".local/share/ikigai/sessions");
+    for i in 0..sessions {
+        let dir = data.join(format!("s{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("log"), format!("LOG-s{i}\n")).unwrap();
+    }
+    if who == Who::Nobody {
+        let status = Command::new("chown")
+            .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+            .arg(p.home.join(".local"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let kept = data.join("s2");
+    let text = p.bash(
+        &["--allow-read", kept.to_str().unwrap()],
+        "echo mounts=$(wc -l < /proc/self/mountinfo); \
+         cat ~/.local/share/ikigai/sessions/s2/log ~/.local/share/ikigai/sessions/s1/log; \
+         ls ~/.local/share/ikigai/sessions; echo x > ~/.local/share/ikigai/sessions/new; \
+         mv ~/.local/share/ikigai/sessions/s2 ~/.local/share/ikigai/sessions/s9; echo end",
+    );
+    let mounts = text
+        .lines()
+        .find_map(|l| l.strip_prefix("mounts="))
+        .unwrap_or_else(|| panic!("{who:?}: {text}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(text.contains("end"), "{who:?}: {text}");
+    assert_eq!(read(&data.join("s2/log")), "LOG-s2\n", "{who:?}: {text}");
+    assert!(!data.join("new").exists(), "{who:?}: {text}");
+    (mounts, text)
+}
+
+#[test]
+fn a_hidden_directory_costs_the_same_mounts_however_many_entries_it_holds() {
+    for who in users() {
+        let (few, text) = sessions_seen(who, 3);
+        let (many, many_text) = sessions_seen(who, 300);
+        assert_eq!(few, many, "{who:?}: {text}\n{many_text}");
+        for text in [text, many_text] {
+            // The session given back reads; its sibling does not, nor does
+            // the directory list.
+            assert!(text.contains("LOG-s2"), "{who:?}: {text}");
+            assert!(!text.contains("LOG-s1"), "{who:?}: {text}");
+            assert!(!text.contains("s0"), "{who:?}: {text}");
+            assert!(text.contains("Permission denied"), "{who:?}: {text}");
+            assert!(text.contains("Read-only file system"), "{who:?}: {text}");
+        }
+    }
+}
