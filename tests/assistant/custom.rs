@@ -39,7 +39,7 @@ fn a_command_puts_in_its_arguments_files_and_command_output() {
     write(
         &commands(home.path()).join("fix.md"),
         "---\ndescription: Fix an issue\nargument-hint: <issue> <file>\n---\n\
-         Fix issue $1 in $2 (all: $ARGUMENTS).\nNotes: @notes.txt\nStatus: !`echo from-bash; echo err >&2`\n",
+         Fix bug $1 in $2 (all: $ARGUMENTS).\nNotes: @notes.txt\nStatus: !`echo from-bash; echo err >&2`\n",
     );
     let server = ModelServer::start(Api::OpenAi, vec![text("Done.")]);
     let out = against(&server, home.path())
@@ -51,7 +51,7 @@ fn a_command_puts_in_its_arguments_files_and_command_output() {
     assert_eq!(sent.len(), 1);
     let sent = &sent[0];
     assert!(
-        sent.starts_with(r#"Fix issue 42 in src/a b.rs (all: 42 "src/a b.rs")."#),
+        sent.starts_with(r#"Fix bug 42 in src/a b.rs (all: 42 "src/a b.rs")."#),
         "{sent}"
     );
     assert!(sent.contains("Notes: notes.txt:\n```\n"), "{sent}");

@@ -319,10 +319,10 @@ mod tests {
 
     #[test]
     fn arguments_and_positions_are_put_in() {
-        let body = "Fix issue $1 in $2 ($ARGUMENTS); $3 is empty; $ stays, $0 stays, $HOME stays";
+        let body = "Fix bug $1 in $2 ($ARGUMENTS); $3 is empty; $ stays, $0 stays, $HOME stays";
         assert_eq!(
             with_arguments(body, r#"42 "src/a b.rs""#),
-            r#"Fix issue 42 in src/a b.rs (42 "src/a b.rs");  is empty; $ stays, $0 stays, $HOME stays"#
+            r#"Fix bug 42 in src/a b.rs (42 "src/a b.rs");  is empty; $ stays, $0 stays, $HOME stays"#
         );
         assert_eq!(
             with_arguments("Review it.\n", "carefully"),
