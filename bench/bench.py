@@ -1227,34 +1227,19 @@ def mcp_peer():
     return server
 
 
-# What the host fences a server it starts with (decision 82): the session's
-# rules (the secret paths hidden, the start-up files read-only, the runtime
-# sockets refused) with the network, writing the workspace, /tmp and the
-# caches. The same lists as host::settings::guard, for this HOME.
-SERVER_HIDDEN = [".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube",
-                 ".docker/config.json", ".netrc", ".git-credentials", ".config/gh", ".npmrc",
-                 ".pypirc", ".cargo/credentials.toml", ".config/ikigai/credentials.json"]
-SERVER_PROTECTED = [".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-                    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".config/fish/config.fish",
-                    ".ssh/authorized_keys", ".ikigai", ".config/ikigai", ".local/share/ikigai"]
 
 
 def fenced(argv, workspace):
-    """argv as the host starts a fenced MCP server: inside sandbox-exec."""
+    """argv as the host starts a fenced MCP server (decision 82): inside
+    sandbox-exec, with the network, writing the workspace, /tmp and the
+    caches, under the guard a tool call has."""
     home = os.path.expanduser("~")
     fence = [BIN, "sandbox-exec", "--mode", "workspace-write", "--network"]
     for d in [workspace, "/tmp", "/dev/shm", os.path.join(home, ".cache"),
               os.path.join(home, ".npm")]:
         fence += ["--writable", d]
-    for p in SERVER_HIDDEN:
-        fence += ["--hide", os.path.join(home, p)]
-    for p in [".ssh/known_hosts", ".ssh/config"]:
-        fence += ["--allow-read", os.path.join(home, p)]
-    for p in SERVER_PROTECTED:
-        fence += ["--protect", os.path.join(home, p)]
-    fence += ["--socket-dir", "/tmp/.X11-unix"]
-    if os.environ.get("XDG_RUNTIME_DIR"):
-        fence += ["--socket-dir", os.environ["XDG_RUNTIME_DIR"]]
+    # The same guard as a tool call's (guard_args).
+    fence += guard_args()
     return fence + ["--"] + argv
 
 
