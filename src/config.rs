@@ -107,6 +107,8 @@ pub struct LimitsConfig {
     pub memory: Option<usize>,
     /// `file_size`: bytes per file a call writes.
     pub file_size: Option<usize>,
+    /// `memory_total`: bytes of the whole call, where it has a scope.
+    pub memory_total: Option<usize>,
 }
 
 /// The events a hook may be configured for, as Claude Code names them.
@@ -216,6 +218,7 @@ struct RawLimits {
     processes: Option<Positive>,
     memory: Option<Size>,
     file_size: Option<Size>,
+    memory_total: Option<Size>,
 }
 
 /// `[hooks]`: one list of tables per event; a misspelt event is an unknown
@@ -431,6 +434,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             processes: l.processes.map(|p| p.0),
             memory: l.memory.map(|s| s.0),
             file_size: l.file_size.map(|s| s.0),
+            memory_total: l.memory_total.map(|s| s.0),
         });
     let hooks = hooks(raw.hooks, text, path)?;
     Ok(Config {
@@ -633,6 +637,7 @@ env = ["GITHUB_TOKEN"]
 processes = 100
 memory = "2G"
 file_size = 1048576
+memory_total = "6G"
 "#;
         let c = parse(text, Path::new("/c/config.toml")).unwrap();
         assert_eq!(c.provider.as_deref(), Some("anthropic"));
@@ -676,6 +681,7 @@ file_size = 1048576
                 processes: Some(100),
                 memory: Some(2 << 30),
                 file_size: Some(1 << 20),
+                memory_total: Some(6 << 30),
             }
         );
         assert_eq!(c.model_output, Some(64 << 10));

@@ -195,7 +195,10 @@ fn call_with(
     let (envelope, events) =
         envelope::wrap(name, entry.protocol, ending, &finished.out, &finished.err);
     let envelope = match contained {
-        true => envelope::past_limit(envelope, &ending, name, fence.limits.file_size),
+        true => {
+            let envelope = envelope::past_scope_limit(envelope, name, &finished.err);
+            envelope::past_limit(envelope, &ending, name, fence.limits.file_size)
+        }
         false => envelope,
     };
     let mut outcome = CallOutcome::new(envelope, events);
@@ -256,7 +259,7 @@ fn start(
         input
     };
     let input = if settings.sandbox.spawner {
-        match spawned::start(&contain_args, &env, input, cap) {
+        match spawned::start(&contain_args, fence, &env, input, cap) {
             spawned::Started::Proc(proc) => return Ok(*proc),
             spawned::Started::Lost(e) => return Err(e),
             spawned::Started::Not(input) => input,
@@ -314,6 +317,9 @@ impl ReadOnly {
             network: false,
             guard: settings.sandbox.guard.clone(),
             limits: settings.sandbox.limits,
+            // The host's own program is short and bounded by its limits;
+            // it waits on no scope.
+            scope_bus: None,
         };
         Some(ReadOnly {
             args: exec::arguments(&fence, false),

@@ -104,7 +104,8 @@ impl Capture {
 enum Leader {
     Spawned(process::Child),
     Adopted(libc::pid_t),
-    Served(Worker),
+    /// Boxed: a worker holds its fence, many times a pid's size.
+    Served(Box<Worker>),
 }
 
 impl Leader {
@@ -290,7 +291,7 @@ impl Proc {
     /// its output and its end come over the worker's socket.
     pub fn serve(worker: Worker, out_cap: usize, err_cap: usize) -> Proc {
         Proc::with(
-            Leader::Served(worker),
+            Leader::Served(Box::new(worker)),
             [None, None, None],
             None,
             (out_cap, err_cap),
@@ -578,7 +579,7 @@ impl Proc {
             self.kill_group();
         }
         let worker = match self.child {
-            Leader::Served(worker) if !worker.spent() => Some(worker),
+            Leader::Served(worker) if !worker.spent() => Some(*worker),
             _ => None,
         };
         Finished {

@@ -274,6 +274,61 @@ pub fn wrap(
     (envelope, events)
 }
 
+/// `envelope`, as a `RESOURCE_LIMIT` failure when the call's containment
+/// process said, in the last line of the call's stderr, that the call met
+/// its scope's memory limit, or its task limit and failed (a program that
+/// waited and forked again met no limit that mattered); decision 81,
+/// `sandbox::scope`. The line itself is taken off the stderr the model
+/// reads.
+pub fn past_scope_limit(envelope: Envelope, name: &str, stderr: &Capture) -> Envelope {
+    use crate::sandbox::scope::{marked, Reached};
+    let text = stderr.text();
+    let Some(mark) = marked(text.as_bytes()) else {
+        return envelope;
+    };
+    let failed = match &envelope {
+        Envelope::Success { result, .. } => {
+            result.get("exit_code").and_then(Value::as_i64).unwrap_or(0) != 0
+        }
+        Envelope::Failure { .. } => true,
+    };
+    let unmarked = |s: String| match marked(s.as_bytes()) {
+        Some(mark) => String::from_utf8_lossy(mark.before).into_owned(),
+        None => s,
+    };
+    if mark.reached == Reached::Tasks && !failed {
+        return envelope;
+    }
+    let error = format!("Tool '{name}': {}", mark.what);
+    match envelope {
+        Envelope::Success { result, truncated } => Envelope::Failure {
+            why: Failure::ResourceLimit,
+            error,
+            exit_code: result
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok()),
+            stdout: result.to_string(),
+            stderr: String::new(),
+            truncated,
+        },
+        Envelope::Failure {
+            exit_code,
+            stdout,
+            stderr,
+            truncated,
+            ..
+        } => Envelope::Failure {
+            why: Failure::ResourceLimit,
+            error,
+            exit_code,
+            stdout,
+            stderr: unmarked(stderr),
+            truncated,
+        },
+    }
+}
+
 /// The exit status a shell gives a command that the kernel stopped at the
 /// file-size limit (128 + SIGXFSZ).
 const PAST_FILE_SIZE: i64 = 128 + libc::SIGXFSZ as i64;
@@ -616,6 +671,7 @@ mod tests {
             network: false,
             guard: Guard::default(),
             limits: crate::sandbox::limits::Limits::default(),
+            scope_bus: None,
         };
         let note = |ending: Ending, out: &str| {
             let envelope = wrap("t", Protocol::Ikigai, ending, &cap(out), &cap("denied")).0;

@@ -188,10 +188,19 @@ pub fn main(args: Vec<OsString>) -> Start {
         Some(Subcommand::Call(cmd)) => call(&settings, cmd),
         Some(Subcommand::Sandbox(cmd)) => match cmd.action {
             SandboxAction::Check(_) => {
+                let sandbox = &settings.sandbox;
+                let fence = sandbox.fence("bash", false);
+                let scope = match fence.scope() {
+                    Some(spec) => crate::sandbox::scope::trial(&spec).map(|()| spec.bus),
+                    None => Err("no session bus: DBUS_SESSION_BUS_ADDRESS is unset and \
+                                 $XDG_RUNTIME_DIR/bus is not a socket"
+                        .to_string()),
+                };
                 let report = Support::detect().report(
-                    &settings.sandbox.writable(),
-                    &settings.sandbox.guard,
-                    &settings.sandbox.limits,
+                    &sandbox.writable(),
+                    &sandbox.guard,
+                    &sandbox.limits,
+                    &scope,
                 );
                 crate::out::print_out(report.as_bytes(), false);
                 ExitCode::SUCCESS

@@ -88,6 +88,9 @@ pub struct SandboxSettings {
     pub guard_gaps: Vec<String>,
     /// What each call may take (decision 81): config `[limits]`.
     pub limits: crate::sandbox::limits::Limits,
+    /// The session bus where calls ask the person's systemd user manager
+    /// for a scope each (`sandbox::scope`); None where there is none.
+    pub scope_bus: Option<String>,
 }
 
 /// The usual places of credentials under the home directory (decision 72).
@@ -278,6 +281,7 @@ impl SandboxSettings {
             network: self.network || self.mode == Mode::Off || (open_world && tool != "bash"),
             guard: self.guard.clone(),
             limits: self.limits,
+            scope_bus: self.scope_bus.clone(),
         }
     }
 
@@ -288,6 +292,7 @@ impl SandboxSettings {
         limits.processes = file.processes.unwrap_or(limits.processes);
         limits.memory = file.memory.map_or(limits.memory, |m| m as u64);
         limits.file_size = file.file_size.map_or(limits.file_size, |f| f as u64);
+        limits.memory_total = file.memory_total.map_or(limits.memory_total, |m| m as u64);
     }
 }
 
@@ -362,6 +367,7 @@ impl Settings {
                 guard,
                 guard_gaps: Vec::new(),
                 limits: crate::sandbox::limits::Limits::default(),
+                scope_bus: crate::sandbox::scope::session_bus(|k| env.var(k).map(String::from)),
             },
             tool_env: BTreeMap::new(),
             mcp_config,

@@ -53,9 +53,10 @@ pub enum Started {
 }
 
 /// Has the spawner start a containment process with `args` (what follows
-/// `sandbox-exec` on its command line) and `env`.
+/// `sandbox-exec` on its command line, for `fence`) and `env`.
 pub fn start(
     args: &[OsString],
+    fence: &Fence,
     env: &[(OsString, OsString)],
     input: Option<Vec<u8>>,
     cap: usize,
@@ -72,7 +73,7 @@ pub fn start(
     let mut slot = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
     // A spawner that died (killed by someone) is replaced once.
     for _ in 0..2 {
-        let Some(spawner) = running(&mut slot) else {
+        let Some(spawner) = running(&mut slot, fence) else {
             return Started::Not(input);
         };
         match spawner.spawn(args, env, &cwd, pipes.theirs()) {
@@ -164,7 +165,7 @@ fn take_worker(fence: &Fence, fence_args: &[OsString]) -> Option<Worker> {
     }
     let mut slot = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
     for _ in 0..2 {
-        let spawner = running(&mut slot)?;
+        let spawner = running(&mut slot, fence)?;
         match spawner.worker(fence_args, fence.clone()) {
             Ok(worker) => {
                 FAILED.store(0, Ordering::Relaxed);
@@ -178,10 +179,11 @@ fn take_worker(fence: &Fence, fence_args: &[OsString]) -> Option<Worker> {
     None
 }
 
-/// The spawner in `slot`, started if there is none.
-fn running(slot: &mut Option<Spawner>) -> Option<&mut Spawner> {
+/// The spawner in `slot`, started if there is none (its calls ask for
+/// `fence`'s scope: the host's limits and bus are the same for every call).
+fn running<'a>(slot: &'a mut Option<Spawner>, fence: &Fence) -> Option<&'a mut Spawner> {
     if slot.is_none() {
-        match start_spawner() {
+        match start_spawner(fence.scope()) {
             Ok(spawner) => *slot = Some(spawner),
             Err(_) => {
                 UNAVAILABLE.store(true, Ordering::Relaxed);
@@ -196,13 +198,14 @@ fn running(slot: &mut Option<Spawner>) -> Option<&mut Spawner> {
 /// process's parent-death signal (which ends the spawner, and the processes
 /// it makes, with the host) fires when the *thread* that started it ends,
 /// and calls run on short-lived threads.
-fn start_spawner() -> io::Result<Spawner> {
+fn start_spawner(scope: Option<crate::sandbox::scope::Spec>) -> io::Result<Spawner> {
     let (tell, told) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("sandbox-spawner".into())
         .stack_size(64 * 1024)
         .spawn(move || {
-            let started = Spawner::start(own_executable(), secrets::base_env(std::env::vars_os()));
+            let env = secrets::base_env(std::env::vars_os());
+            let started = Spawner::start(own_executable(), env, scope.as_ref());
             let _ = tell.send(started);
             loop {
                 std::thread::park();

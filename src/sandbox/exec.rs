@@ -27,8 +27,9 @@
 //! [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]...
 //! [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace]
 //! [--processes N] [--memory BYTES] [--file-size BYTES]
-//! [--best-effort] -- PROGRAM [ARGS...]` (the paths are `Guard`'s, the
-//! numbers `Limits`'). Without
+//! [--memory-total BYTES] [--scope BUS] [--best-effort] -- PROGRAM
+//! [ARGS...]` (the paths are `Guard`'s, the numbers `Limits`', the bus the
+//! one to ask for the call's scope on). Without
 //! `--best-effort`, a fence the kernel cannot build is an error (exit 125)
 //! and the program does not run: a call never runs unsandboxed silently.
 
@@ -39,7 +40,8 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use super::limits::Limits;
-use super::{caps, landlock, namespace, seccomp, Fence, Guard, Mode};
+use super::{caps, landlock, namespace, scope, seccomp, Fence, Guard, Mode};
+use std::os::fd::AsRawFd;
 
 /// A limit read from the command line, into its own type.
 trait SetLimit {
@@ -109,9 +111,14 @@ pub fn arguments(fence: &Fence, best_effort: bool) -> Vec<OsString> {
         ("--processes", u64::from(limits.processes)),
         ("--memory", limits.memory),
         ("--file-size", limits.file_size),
+        ("--memory-total", limits.memory_total),
     ] {
         args.push(option.into());
         args.push(value.to_string().into());
+    }
+    if let Some(bus) = &fence.scope_bus {
+        args.push("--scope".into());
+        args.push(bus.into());
     }
     if best_effort {
         args.push("--best-effort".into());
@@ -146,11 +153,13 @@ pub fn parse_fence<'a>(
         ..Guard::default()
     };
     let mut limits = Limits::default();
+    let mut scope_bus = None;
     while let Some(arg) = it.next() {
         let limit = match arg.to_str() {
             Some("--processes") => Some(&mut limits.processes as &mut dyn SetLimit),
             Some("--memory") => Some(&mut limits.memory as &mut dyn SetLimit),
             Some("--file-size") => Some(&mut limits.file_size as &mut dyn SetLimit),
+            Some("--memory-total") => Some(&mut limits.memory_total as &mut dyn SetLimit),
             _ => None,
         };
         if let Some(limit) = limit {
@@ -189,6 +198,10 @@ pub fn parse_fence<'a>(
                 writable.push(PathBuf::from(dir));
             }
             Some("--network") => network = true,
+            Some("--scope") => {
+                let bus = it.next().and_then(|b| b.to_str());
+                scope_bus = Some(bus.ok_or("--scope needs a bus address")?.to_string());
+            }
             Some("--no-namespace") => guard.namespace = false,
             Some("--best-effort") => best_effort = true,
             Some("--") => {
@@ -198,6 +211,7 @@ pub fn parse_fence<'a>(
                     network,
                     guard,
                     limits,
+                    scope_bus,
                 };
                 return Ok((fence, best_effort));
             }
@@ -207,7 +221,7 @@ pub fn parse_fence<'a>(
                      [--network] [--hide PATH]... [--allow-read PATH]... [--protect PATH]... \
                      [--socket-dir DIR]... [--allow-socket PATH]... [--no-namespace] \
                      [--processes N] [--memory BYTES] [--file-size BYTES] \
-                     [--best-effort] -- PROGRAM [ARGS...])",
+                     [--memory-total BYTES] [--scope BUS] [--best-effort] -- PROGRAM [ARGS...])",
                     arg.to_string_lossy()
                 ))
             }
@@ -238,6 +252,15 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
             return run_alone(request, *tool, rest, host);
         }
     }
+    // SAFETY: getpid has no failure.
+    let me = unsafe { libc::getpid() };
+    // First, while this process is still the person's plain process that
+    // can reach the bus and see its control group: what it starts is then
+    // in the scope.
+    let watched = request.fence.scope().and_then(|spec| {
+        let watch = scope::enter(&spec, &[me as u32]).ok()?;
+        Some(Watched::new(watch, spec, Report::Own))
+    });
     let signals = match prepare(host) {
         Ok(signals) => signals,
         Err(code) => return code,
@@ -248,10 +271,8 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     if let Err(e) = build_fence(&request.fence, request.best_effort, layers) {
         return fail(&e);
     }
-    // SAFETY: getpid has no failure. This process is single-threaded
-    // (nothing here starts a thread), so the child may run ordinary code.
-    let me = unsafe { libc::getpid() };
-    // SAFETY: as above, a single-threaded process may fork and run on.
+    // SAFETY: this process is single-threaded (nothing here starts a
+    // thread), so the child may run ordinary code.
     let tool = unsafe { libc::fork() };
     if tool < 0 {
         return fail(&format!("cannot fork: {}", std::io::Error::last_os_error()));
@@ -268,7 +289,7 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
         }
         return run_resolved(request, own);
     }
-    see_through(&signals, tool)
+    see_through(&signals, tool, watched)
 }
 
 /// Whether our own `tool` runs in this process rather than a forked
@@ -355,11 +376,72 @@ fn run_resolved(
 }
 
 /// In the containment process, once the tool runs as `tool`: waits for it
-/// or for a stop, kills whatever is left, and ends as the tool ended.
-pub(super) fn see_through(signals: &Signals, tool: libc::pid_t) -> ExitCode {
+/// or for a stop, kills whatever is left, says whether the call met its
+/// scope's limits, and ends as the tool ended.
+pub(super) fn see_through(
+    signals: &Signals,
+    tool: libc::pid_t,
+    watched: Option<Watched>,
+) -> ExitCode {
     let ending = signals.wait_for(tool);
     kill_descendants();
+    if let Some(watched) = watched {
+        watched.report();
+    }
     relay(ending)
+}
+
+/// A containment process's scope: what it counts, its bounds, and where
+/// the line that names a limit met goes.
+pub(super) struct Watched {
+    watch: scope::Watch,
+    spec: scope::Spec,
+    report: Report,
+}
+
+/// Where the containment process writes the call's stderr line.
+pub(super) enum Report {
+    /// Its own stderr is the call's (`sandbox-exec`).
+    Own,
+    /// The call's stderr comes on this socket from the tool process (the
+    /// spawner's containment process started before the call was known).
+    Handed(std::os::fd::OwnedFd),
+}
+
+impl Watched {
+    pub(super) fn new(watch: scope::Watch, spec: scope::Spec, report: Report) -> Watched {
+        Watched {
+            watch,
+            spec,
+            report,
+        }
+    }
+
+    /// Writes the line that names the limit the call met, if it met one
+    /// (the host decides what it means for the call: a refused fork only
+    /// fails a call that failed).
+    fn report(mut self) {
+        let Some(reached) = self.watch.reached() else {
+            return;
+        };
+        let line = scope::mark(&reached, self.spec.memory, self.spec.tasks);
+        let handed;
+        let fd = match &self.report {
+            Report::Own => 2,
+            Report::Handed(socket) => {
+                let mut buf = [0u8; 8];
+                handed = match super::spawner::receive(socket.as_raw_fd(), &mut buf) {
+                    Ok(Some((_, mut fds))) if fds.len() == 1 => fds.remove(0),
+                    _ => return,
+                };
+                handed.as_raw_fd()
+            }
+        };
+        // SAFETY: writes a live buffer to a descriptor this process holds.
+        unsafe {
+            libc::write(fd, line.as_ptr().cast(), line.len());
+        }
+    }
 }
 
 pub(super) fn fail(what: &str) -> ExitCode {
@@ -818,7 +900,9 @@ mod tests {
                 processes: 64,
                 memory: 1 << 30,
                 file_size: 5 << 20,
+                memory_total: 3 << 30,
             },
+            scope_bus: Some("unix:path=/run/user/1/bus".into()),
         };
         let mut args = arguments(&fence, true);
         assert_eq!(args[0], NAME);

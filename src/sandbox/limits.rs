@@ -24,18 +24,38 @@ pub const MEMORY: u64 = 8 << 30;
 /// The file-size limit's default: 4 GiB per file a call writes.
 pub const FILE_SIZE: u64 = 4 << 30;
 
+/// The whole call's memory by default, where a scope bounds it: half the
+/// machine's, so that a runaway call leaves the person's other programs
+/// the rest.
+pub fn half_the_machine() -> u64 {
+    // SAFETY: sysconf only reads the system's configuration.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    match (u64::try_from(pages), u64::try_from(size)) {
+        (Ok(pages), Ok(size)) if pages > 0 && size > 0 => pages.saturating_mul(size) / 2,
+        _ => MEMORY,
+    }
+}
+
 /// The OOM score adjustment of a tool: the most there is, so that when
 /// memory runs out the kernel ends a tool before the host or anything
 /// else of the person's. Raising it needs no privilege.
 const OOM_SCORE_ADJ: &str = "1000";
 
 /// One call's limits (config `limits.processes`, `limits.memory`,
-/// `limits.file_size`).
+/// `limits.file_size`, `limits.memory_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub processes: u32,
     pub memory: u64,
     pub file_size: u64,
+    /// The whole call's memory, the bound of its scope (`super::scope`);
+    /// no one process of it may have more data either.
+    pub memory_total: u64,
 }
 
 impl Default for Limits {
@@ -44,6 +64,7 @@ impl Default for Limits {
             processes: PROCESSES,
             memory: MEMORY,
             file_size: FILE_SIZE,
+            memory_total: half_the_machine(),
         }
     }
 }
@@ -54,7 +75,10 @@ impl Limits {
     /// process limit counts the call's processes alone; without one it
     /// would count all of the user's, and is not set.
     pub fn apply(&self, counted: bool) -> Result<(), String> {
-        set(libc::RLIMIT_DATA, self.memory, "limits.memory")?;
+        // A process may not have more than the whole call: where there is
+        // no scope, this is what bounds a call that starts no process.
+        let data = self.memory.min(self.memory_total);
+        set(libc::RLIMIT_DATA, data, "limits.memory")?;
         set(libc::RLIMIT_FSIZE, self.file_size, "limits.file_size")?;
         set(libc::RLIMIT_CORE, 0, "core dumps")?;
         if counted {

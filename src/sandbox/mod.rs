@@ -21,6 +21,8 @@
 //!   that run later are read-only (decisions 72, 75, 76; docs/sandbox.md).
 //! - `limits`: what one call may take (processes, data, file size, no
 //!   core dumps) and its OOM score (decision 81).
+//! - `scope`: where the person's systemd user manager answers, a scope
+//!   per call that bounds the whole call tree's memory and tasks.
 //! - `caps`: every capability dropped, so a root host's tool is fenced as
 //!   an ordinary user's (decision 71).
 //!
@@ -32,6 +34,7 @@ pub mod exec;
 pub mod landlock;
 pub mod limits;
 pub mod namespace;
+pub mod scope;
 pub mod seccomp;
 pub mod secrets;
 pub mod spawner;
@@ -101,9 +104,22 @@ pub struct Fence {
     pub guard: Guard,
     /// What the call may take of the machine, in every mode.
     pub limits: limits::Limits,
+    /// The session bus on which the person's systemd user manager is asked
+    /// for a scope per call (`scope`), where there is one.
+    pub scope_bus: Option<String>,
 }
 
 impl Fence {
+    /// The scope this fence asks for, if any: its memory and task count
+    /// bound the whole call.
+    pub fn scope(&self) -> Option<scope::Spec> {
+        Some(scope::Spec {
+            bus: self.scope_bus.clone()?,
+            memory: self.limits.memory_total,
+            tasks: self.limits.processes,
+        })
+    }
+
     /// What this fence refuses beyond its writable directories and
     /// network, each with how to allow it (decisions 72, 75, 76): the
     /// envelope of a failed call carries them, since a refused read or
@@ -282,8 +298,9 @@ impl Support {
         })
     }
 
-    /// The limits of each call and which of them hold here (decision 81).
-    fn limits_report(&self, limits: &limits::Limits) -> String {
+    /// The limits of each call and which of them hold here (decision 81);
+    /// `scope` is the bus a scope per call was had on, or why there is none.
+    fn limits_report(&self, limits: &limits::Limits, scope: &Result<String, String>) -> String {
         let processes = if self.root {
             "not enforced here: the kernel applies no process limit to uid 0 (root)".to_string()
         } else if !self.namespaces {
@@ -308,16 +325,35 @@ impl Support {
              core dumps: none\n  \
              OOM score adjustment: 1000, so the kernel ends a tool before the host or your \
              other programs\n  \
-             no scope or control group per call: a call's memory is bounded per process, \
-             not as a whole\n",
-            limits::size_text(limits.memory),
+             the whole call: {}\n",
+            limits::size_text(limits.memory.min(limits.memory_total)),
             limits::size_text(limits.file_size),
+            match scope {
+                Ok(bus) => format!(
+                    "a systemd scope per call (your user manager, on {bus}): {} of memory \
+                     (limits.memory_total) and {} processes and threads (limits.processes) for \
+                     everything it starts together, root's calls included; a call that meets \
+                     either answers RESOURCE_LIMIT",
+                    limits::size_text(limits.memory_total),
+                    limits.processes
+                ),
+                Err(why) => format!(
+                    "no scope per call here ({why}): a call's memory is bounded per process, \
+                     not as a whole"
+                ),
+            }
         )
     }
 
     /// `ikigai sandbox check`: what the kernel supports and what each mode
     /// allows on it.
-    pub fn report(&self, writable: &[PathBuf], guard: &Guard, limits: &limits::Limits) -> String {
+    pub fn report(
+        &self,
+        writable: &[PathBuf],
+        guard: &Guard,
+        limits: &limits::Limits,
+        scope: &Result<String, String>,
+    ) -> String {
         let landlock = match self.landlock_abi {
             Some(abi) => format!("yes (ABI version {abi})"),
             None => "no (not built into this kernel or not enabled at boot)".into(),
@@ -392,7 +428,7 @@ impl Support {
             list(&guard.socket_dirs),
             list(&guard.sockets),
         );
-        text += &self.limits_report(limits);
+        text += &self.limits_report(limits, scope);
         for mode in [Mode::WorkspaceWrite, Mode::ReadOnly] {
             if let Some(gap) = self.gap(mode) {
                 text += &format!("Warning: {gap}.\n");
@@ -440,8 +476,21 @@ mod tests {
         assert_eq!(none.gap(Mode::Off), None);
         let gap = none.gap(Mode::ReadOnly).unwrap();
         assert!(gap.contains("Landlock") && gap.contains("seccomp"), "{gap}");
-        let report = none.report(&[], &Guard::default(), &limits::Limits::default());
+        let limits = limits::Limits {
+            memory_total: 16 << 30,
+            ..limits::Limits::default()
+        };
+        let report = none.report(
+            &[],
+            &Guard::default(),
+            &limits,
+            &Err("no session bus".into()),
+        );
         assert!(report.contains("data per process: 8 GiB"), "{report}");
+        assert!(
+            report.contains("no scope per call here (no session bus)"),
+            "{report}"
+        );
         assert!(
             report.contains("processes and threads at once: not enforced"),
             "{report}"
@@ -458,13 +507,27 @@ mod tests {
             sockets: vec![PathBuf::from("/run/agent.sock")],
             ..Guard::default()
         };
-        let report = full.report(&[PathBuf::from("/w")], &guard, &limits::Limits::default());
+        let report = full.report(
+            &[PathBuf::from("/w")],
+            &guard,
+            &limits,
+            &Ok("unix:path=/run/user/1/bus".into()),
+        );
         assert!(report.contains("uid 0 (root)"), "{report}");
+        assert!(
+            report.contains("a systemd scope per call (your user manager, on unix:path=/run/user/1/bus): 16 GiB of memory (limits.memory_total) and 2048 processes"),
+            "{report}"
+        );
         let user = Support {
             root: false,
             ..full
         };
-        let as_user = user.report(&[], &guard, &limits::Limits::default());
+        let as_user = user.report(
+            &[],
+            &guard,
+            &limits::Limits::default(),
+            &Err("no session bus".into()),
+        );
         assert!(
             as_user.contains("at once: 2048 (limits.processes)"),
             "{as_user}"

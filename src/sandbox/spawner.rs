@@ -42,7 +42,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
 
 use super::worker::{self, Worker};
-use super::{exec, Fence};
+use super::{exec, scope, Fence};
 
 /// The personality's name, as the first argument of `ikigai-tools`.
 pub const NAME: &str = "sandbox-spawner";
@@ -63,10 +63,13 @@ pub struct Spawner {
 
 impl Spawner {
     /// Starts `exe` (this executable) as the spawner, with `env` as its
-    /// environment (each call's own is sent with the call).
+    /// environment (each call's own is sent with the call); each call it
+    /// makes asks for a scope as `scope` says (made with the call in
+    /// advance, so it costs a call nothing).
     pub fn start(
         exe: &Path,
         env: impl IntoIterator<Item = (OsString, OsString)>,
+        scope: Option<&scope::Spec>,
     ) -> io::Result<Spawner> {
         let (ours, theirs) = socket_pair()?;
         let mut cmd = Command::new(exe);
@@ -76,8 +79,13 @@ impl Spawner {
         // A group of its own: the terminal's Ctrl-C, which reaches the
         // host's group (the host handles it), must not end the spawner.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd.arg(NAME);
+        if let Some(spec) = scope {
+            cmd.args(["--scope", &spec.bus]);
+            cmd.args(["--memory-total", &spec.memory.to_string()]);
+            cmd.args(["--processes", &spec.tasks.to_string()]);
+        }
         let process = cmd
-            .arg(NAME)
             .env_clear()
             .envs(env)
             .stdin(Stdio::from(theirs))
@@ -183,10 +191,13 @@ impl Drop for Spawner {
 
 /// The spawner's side: serves requests on stdin until the host closes it.
 pub fn main(args: &[OsString]) -> ExitCode {
-    if !args.is_empty() {
-        eprintln!("ikigai-tools {NAME}: takes no arguments (the host starts it)");
-        return ExitCode::from(exec::SETUP_FAILED);
-    }
+    let scope = match scope_of(args) {
+        Ok(scope) => scope,
+        Err(e) => {
+            eprintln!("ikigai-tools {NAME}: {e} (the host starts it)");
+            return ExitCode::from(exec::SETUP_FAILED);
+        }
+    };
     // SAFETY: plain prctl/getppid calls on this process.
     let host = unsafe {
         let host = libc::getppid();
@@ -205,7 +216,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
     loop {
         // Made while no call waits: a call only hands its request over.
         if spare.is_none() {
-            spare = match Spare::make(host) {
+            spare = match Spare::make(host, scope.as_ref()) {
                 Ok(Made::Spare(s)) => Some(s),
                 Ok(Made::Containment(code)) | Ok(Made::Tool(code)) => return code,
                 Err(_) => None,
@@ -243,7 +254,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
             for _ in 0..2 {
                 let current = match spare.take() {
                     Some(s) => s,
-                    None => match Spare::make(host) {
+                    None => match Spare::make(host, scope.as_ref()) {
                         Ok(Made::Spare(s)) => s,
                         Ok(Made::Containment(code)) | Ok(Made::Tool(code)) => {
                             // In the forked processes these descriptors were
@@ -297,8 +308,36 @@ enum Made {
     Tool(ExitCode),
 }
 
+/// The spawner's arguments: none, or the scope each call asks for
+/// (`--scope BUS --memory-total BYTES --processes N`, as `Spawner::start`
+/// passes them).
+fn scope_of(args: &[OsString]) -> Result<Option<scope::Spec>, String> {
+    if args.is_empty() {
+        return Ok(None);
+    }
+    let text: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    match text[..] {
+        ["--scope", bus, "--memory-total", memory, "--processes", tasks] => {
+            let number = |what: &str, v: &str| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or(format!("{what} needs a number above 0, not '{v}'"))
+            };
+            let tasks = u32::try_from(number("--processes", tasks)?)
+                .map_err(|_| format!("--processes {tasks} is too large"))?;
+            Ok(Some(scope::Spec {
+                bus: bus.to_string(),
+                memory: number("--memory-total", memory)?,
+                tasks,
+            }))
+        }
+        _ => Err("takes no arguments but --scope BUS --memory-total BYTES --processes N".into()),
+    }
+}
+
 impl Spare {
-    fn make(host: libc::pid_t) -> io::Result<Made> {
+    fn make(host: libc::pid_t, scope: Option<&scope::Spec>) -> io::Result<Made> {
         let (ours, theirs) = socket_pair()?;
         let containment = fork_for_host()?;
         if containment > 0 {
@@ -314,13 +353,32 @@ impl Spare {
         // The containment process: the host's child, as `sandbox-exec`
         // would be, but unfenced: its tool fences itself once it knows the
         // call (this process runs nothing of the tool's).
+        // SAFETY: getpid has no failure.
+        let me = unsafe { libc::getpid() };
+        // The call's scope, made now, before the call: the tool process
+        // forked below is in it from its start. Its stderr line needs the
+        // call's stderr, which only the tool process receives: it hands a
+        // copy over on `handed`.
+        let watched = scope.and_then(|spec| {
+            let watch = scope::enter(spec, &[me as u32]).ok()?;
+            let (mine, its) = socket_pair().ok()?;
+            set_nonblocking(&mine);
+            Some((
+                exec::Watched::new(watch, spec.clone(), exec::Report::Handed(mine)),
+                its,
+            ))
+        });
+        let (watched, handed) = match watched {
+            Some((watched, its)) => (Some(watched), Some(its)),
+            None => (None, None),
+        };
         let signals = match exec::prepare(host) {
             Ok(signals) => signals,
             Err(code) => return Ok(Made::Containment(code)),
         };
         // SAFETY: plain calls on this process; fd 0 is the spawner's
         // socket to the host, which no call may hold.
-        let me = unsafe {
+        unsafe {
             libc::setpgid(0, 0);
             // What `ps` and `top` show: not the spawner's command line.
             libc::prctl(libc::PR_SET_NAME, c"ikigai-contain".as_ptr(), 0, 0, 0);
@@ -329,7 +387,6 @@ impl Spare {
                 libc::dup2(null, 0);
                 libc::close(null);
             }
-            libc::getpid()
         };
         // SAFETY: this process is single-threaded; the child may run on.
         let tool = unsafe { libc::fork() };
@@ -340,11 +397,15 @@ impl Spare {
             ))));
         }
         if tool == 0 {
+            drop(watched);
             exec::become_tool(&signals, me);
-            return Ok(Made::Tool(tool_side(&theirs)));
+            return Ok(Made::Tool(tool_side(&theirs, handed)));
         }
         drop(theirs);
-        Ok(Made::Containment(exec::see_through(&signals, tool)))
+        drop(handed);
+        Ok(Made::Containment(exec::see_through(
+            &signals, tool, watched,
+        )))
     }
 }
 
@@ -381,7 +442,7 @@ pub(super) fn close_all_but(keep: RawFd) {
 /// The spare's tool process: waits for its call, takes the call's
 /// descriptors as 0, 1 and 2, its environment and directory, fences itself
 /// in, and becomes the tool.
-fn tool_side(socket: &OwnedFd) -> ExitCode {
+fn tool_side(socket: &OwnedFd, handed: Option<OwnedFd>) -> ExitCode {
     // SAFETY: names this process, with a NUL-terminated name of 16 bytes.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, c"ikigai-tool".as_ptr(), 0, 0, 0);
@@ -410,6 +471,11 @@ fn tool_side(socket: &OwnedFd) -> ExitCode {
     // Only the copies stay open: the host sees end of file when the call's
     // processes have closed theirs.
     drop(fds);
+    // The containment process writes on the call's stderr when the call
+    // met its scope's limits; nothing else of the call's goes to it.
+    if let Some(handed) = handed {
+        let _ = send_with_fds(handed.as_raw_fd(), b"e", &[2]);
+    }
     // SAFETY: this process is single-threaded; nothing reads the
     // environment concurrently.
     unsafe {
@@ -558,6 +624,15 @@ pub(super) fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
         set_option(fd, libc::SO_SNDBUF, &((MAX_REQUEST + 4096) as libc::c_int));
     }
     Ok(pair)
+}
+
+/// Makes `socket` return at once when nothing is waiting on it.
+fn set_nonblocking(socket: &OwnedFd) {
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe {
+        let flags = libc::fcntl(socket.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(socket.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
 }
 
 /// Sets a socket-level option; best effort (see the callers).

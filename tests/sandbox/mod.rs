@@ -863,6 +863,7 @@ fn sandbox_check_says_what_the_kernel_supports() {
     }
 }
 
+mod scope;
 mod spawner;
 mod walls;
 mod ways_out;

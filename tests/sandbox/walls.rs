@@ -187,7 +187,7 @@ fn in_a_subdirectory_of_home_the_repository_and_the_secrets_stay() {
 }
 
 /// Adds `[limits]` to the place's config file.
-fn limit(p: &Place, limits: &str) {
+pub(super) fn limit(p: &Place, limits: &str) {
     let config = p.home.join(".config/ikigai/config.toml");
     let text = read(&config) + "\n[limits]\n" + limits + "\n";
     std::fs::write(&config, text).unwrap();

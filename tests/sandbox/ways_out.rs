@@ -67,6 +67,8 @@ pub(super) struct Place {
     /// test of the call's own limits cannot exhaust the machine when they
     /// fail to hold.
     pub(super) outer: Vec<String>,
+    /// Variables added to the plain environment of what runs here.
+    pub(super) env: Vec<(String, String)>,
 }
 
 pub(super) const SECRET_FILES: &[&str] = &[
@@ -134,6 +136,7 @@ impl Place {
             tools,
             who,
             outer: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -164,6 +167,7 @@ impl Place {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
             .env("HOME", &self.home)
             .env("TMPDIR", &self.ws)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.ws);
         cmd
     }

@@ -257,6 +257,7 @@ pub fn server_fence(sandbox: &SandboxSettings, add_dirs: &[PathBuf], env: &Env) 
         network: true,
         guard: sandbox.guard.clone(),
         limits: sandbox.limits,
+        scope_bus: sandbox.scope_bus.clone(),
     }
 }
 

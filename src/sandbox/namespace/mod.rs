@@ -654,6 +654,7 @@ mod tests {
                 ..Guard::default()
             },
             limits: crate::sandbox::limits::Limits::default(),
+            scope_bus: None,
         };
         let plan = Plan::of(&fence);
         assert_eq!(plan.hide_dirs, [home.join(".aws")]);
