@@ -257,9 +257,10 @@ impl Support {
         }
         if !self.namespaces {
             gaps.push(
-                "this kernel refuses unprivileged user namespaces: secret files stay \
-                 readable, .git/hooks and start-up files writable, and Unix sockets \
-                 outside the workspace reachable"
+                "no user namespace can be made here (the kernel refuses unprivileged \
+                 ones, or ikigai runs inside another fence): secret files stay readable, \
+                 .git/hooks and start-up files writable, and Unix sockets outside the \
+                 workspace reachable, but for what a fence around ikigai keeps"
                     .to_string(),
             );
         }
@@ -389,7 +390,8 @@ impl Support {
             if self.namespaces {
                 "yes"
             } else {
-                "no (the kernel refuses unprivileged namespaces)"
+                "no (the kernel refuses unprivileged namespaces, or ikigai runs inside \
+                 another fence)"
             },
             match self.landlock_abi {
                 Some(abi) if abi >= landlock::ABI_SCOPES => "yes".to_string(),
@@ -498,7 +500,7 @@ mod tests {
         assert!(report.contains("Landlock: no"), "{report}");
         assert!(report.contains("Warning:"), "{report}");
         assert!(
-            report.contains("refuses unprivileged user namespaces"),
+            report.contains("no user namespace can be made here"),
             "{report}"
         );
         assert!(!report.contains("running as root"), "{report}");

@@ -206,3 +206,50 @@ fn the_reference_server_through_npx_works_fenced() {
         "{out:?}"
     );
 }
+
+#[test]
+fn our_own_mcp_server_fenced_by_ikigai_still_fences_its_calls() {
+    // `ikigai-tools mcp` as a server of ikigai: the host fences it, and it
+    // fences each of its own calls inside that fence (it cannot map a user
+    // namespace there, and builds the rest of its fence).
+    if crate::sandbox::landlock().is_none() {
+        return;
+    }
+    let probe = Probe::new();
+    let home = probe.home.path();
+    let server = json!({
+        "command": crate::common::bin(),
+        "args": ["mcp", "--libexec-dir", crate::common::links_dir()],
+    });
+    let config = write_config(home, json!({ "ours": server }));
+    let ws = probe.workspace.path();
+    let outside = probe.outside.path().join("out.txt");
+    let script = format!(
+        "echo inside > in.txt && echo wrote; cat {} || echo no-secret; \
+         touch {} || echo no-outside",
+        home.join(".ssh/id_ed25519").display(),
+        outside.display()
+    );
+    let out = session(
+        &config,
+        home,
+        ws,
+        &[("mcp__ours__bash", json!({ "command": script }))],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let got = envelopes(&out);
+    let text = got[0]["result"]["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(text.contains("wrote"), "{text}");
+    assert!(
+        text.contains("no-secret") && !text.contains("SECRET KEY"),
+        "{text}"
+    );
+    assert!(text.contains("no-outside"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("in.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!outside.exists());
+}

@@ -67,15 +67,28 @@ const WELL_KNOWN_SOCKETS: &[&str] = &[
 /// multiplexer's, an agent's), so it is covered like one outside.
 const SHARED_TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
-/// Whether this kernel lets this process make a user and mount namespace
-/// (asked in a short-lived child, so this process stays as it is).
+/// Whether this process may make a user and mount namespace and map its
+/// user in it (asked in a short-lived child, so this process stays as it
+/// is). The kernel may refuse the first; a fence this process is already
+/// in (ikigai run as a fenced MCP server of another ikigai) refuses the
+/// second, since its Landlock keeps /proc unwritable.
 pub fn available() -> bool {
-    // SAFETY: the child only calls unshare and _exit, which are safe after
-    // fork even in a multi-threaded process.
+    // SAFETY: getuid has no failure.
+    let map = format!("{0} {0} 1\n\0", unsafe { libc::getuid() });
+    // SAFETY: the child only calls unshare, open, write, prctl and _exit,
+    // which are safe after fork even in a multi-threaded process; the text
+    // it writes was made before the fork.
     unsafe {
         let pid = libc::fork();
         if pid == 0 {
-            let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0;
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                libc::_exit(1);
+            }
+            // As `map_ids`: a non-dumpable process's /proc files are root's.
+            libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+            let fd = libc::open(c"/proc/self/uid_map".as_ptr(), libc::O_WRONLY);
+            let len = map.len() - 1;
+            let ok = fd >= 0 && libc::write(fd, map.as_ptr().cast(), len) == len as isize;
             libc::_exit(if ok { 0 } else { 1 });
         }
         if pid < 0 {
