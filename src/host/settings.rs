@@ -546,7 +546,7 @@ mod tests {
         let s = Settings::resolve(Overrides::default(), &Env::default(), None);
         let s = s.with_kernel_support(lacking);
         assert!(!s.sandbox.guard.namespace);
-        assert!(s.sandbox.guard_gaps[0].contains("namespaces"));
+        assert!(s.sandbox.guard_gaps[0].contains("no user namespace"));
         assert!(s.sandbox.unavailable.unwrap().contains("Landlock"));
         let o = Overrides {
             sandbox: Some(Mode::Off),

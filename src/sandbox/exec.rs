@@ -258,7 +258,7 @@ pub fn contain(request: &Request, host: libc::pid_t) -> ExitCode {
     // can reach the bus and see its control group: what it starts is then
     // in the scope.
     let watched = request.fence.scope().and_then(|spec| {
-        let watch = scope::enter(&spec, &[me as u32]).ok()?;
+        let watch = scope::enter(&spec, me as u32).ok()?;
         Some(Watched::new(watch, spec, Report::Own))
     });
     let signals = match prepare(host) {

@@ -81,7 +81,9 @@ impl Limits {
         set(libc::RLIMIT_DATA, data, "limits.memory")?;
         set(libc::RLIMIT_FSIZE, self.file_size, "limits.file_size")?;
         set(libc::RLIMIT_CORE, 0, "core dumps")?;
-        if counted {
+        // In a scope, its task limit counts the same and says when it was
+        // met (the process limit would refuse first, and say nothing).
+        if counted && !super::scope::entered() {
             set(
                 libc::RLIMIT_NPROC,
                 u64::from(self.processes),

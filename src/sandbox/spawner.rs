@@ -360,7 +360,7 @@ impl Spare {
         // call's stderr, which only the tool process receives: it hands a
         // copy over on `handed`.
         let watched = scope.and_then(|spec| {
-            let watch = scope::enter(spec, &[me as u32]).ok()?;
+            let watch = scope::enter(spec, me as u32).ok()?;
             let (mine, its) = socket_pair().ok()?;
             set_nonblocking(&mine);
             Some((

@@ -69,6 +69,9 @@ pub(super) struct Place {
     pub(super) outer: Vec<String>,
     /// Variables added to the plain environment of what runs here.
     pub(super) env: Vec<(String, String)>,
+    /// A command that starts what runs here, as this place's user (a
+    /// scope of the user's systemd manager, as a desktop's terminal is).
+    pub(super) launcher: Vec<String>,
 }
 
 pub(super) const SECRET_FILES: &[&str] = &[
@@ -137,6 +140,7 @@ impl Place {
             who,
             outer: Vec::new(),
             env: Vec::new(),
+            launcher: Vec::new(),
         }
     }
 
@@ -160,6 +164,7 @@ impl Place {
                 .map(Into::into),
             );
         }
+        argv.extend(self.launcher.iter().map(Into::into));
         argv.push(program.into());
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);

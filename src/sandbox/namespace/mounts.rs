@@ -66,6 +66,19 @@ pub(super) fn vanished() -> bool {
     io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
 }
 
+/// Whether the last error says `path` cannot be reached from here, and it
+/// cannot: a directory above it may not be searched (another user's
+/// private runtime directory, whose sockets `/proc/net/unix` lists to
+/// everyone). This process holds at least the tool's rights over files
+/// (the namespace's capabilities reach no file of a user it does not map),
+/// so what it cannot reach the tool cannot either: there is nothing to
+/// cover.
+pub(super) fn unreachable(path: &Path) -> bool {
+    io::Error::last_os_error().raw_os_error() == Some(libc::EACCES)
+        && std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+}
+
 /// Binds `path` onto itself (with what is mounted beneath it), read-only
 /// or as writable as it was. Either way it is now a mount point, which
 /// `rename`, `rmdir` and `unlink` refuse with EBUSY.
@@ -509,7 +522,7 @@ impl Cover {
                 c.as_ptr(),
                 MOVE_MOUNT_F_EMPTY_PATH,
             ) == 0;
-            let result = if moved || vanished() {
+            let result = if moved || vanished() || unreachable(target) {
                 Ok(())
             } else {
                 Err(last_error("cover", target))

@@ -56,13 +56,23 @@ pub fn session_bus(env: impl Fn(&str) -> Option<String>) -> Option<String> {
     is_socket.then(|| format!("unix:path={}", socket.display()))
 }
 
-/// Moves the processes `pids` (this one, and the tool process the
-/// spawner made beside it) into a new scope bounded as `spec` says, and
-/// waits until the manager has done it.
-pub fn enter(spec: &Spec, pids: &[u32]) -> Result<Watch, String> {
+/// Set once this process is in a scope of its call, and so everything it
+/// forks: then the scope counts the call's tasks (`Limits::apply`).
+static ENTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Moves this process (`pid`) into a new scope bounded as `spec` says,
+/// and waits until the manager has done it.
+pub fn enter(spec: &Spec, pid: u32) -> Result<Watch, String> {
     let name = unit_name();
-    start(spec, pids, &name).map_err(|e| format!("no scope from the user manager: {e}"))?;
+    start(spec, &[pid], &name).map_err(|e| format!("no scope from the user manager: {e}"))?;
+    ENTERED.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(Watch::of_self())
+}
+
+/// Whether this process is in a scope of its call (made by `enter` here
+/// or in the process it was forked from).
+pub fn entered() -> bool {
+    ENTERED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Asks the manager for scope `name` holding `pids`, and waits for the
