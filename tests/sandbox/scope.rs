@@ -96,12 +96,14 @@ impl Manager {
     }
 }
 
-/// setpriv's options that make a command `nobody`'s.
-fn as_nobody() -> [String; 4] {
+/// setpriv's options that make a command `nobody`'s, ending with its
+/// parent (a change of user clears the parent-death signal: set again).
+fn as_nobody() -> [String; 5] {
     [
         format!("--reuid={NOBODY}"),
         format!("--regid={NOBODY}"),
         "--clear-groups".into(),
+        "--pdeathsig=SIGTERM".into(),
         "--".into(),
     ]
 }
@@ -141,7 +143,7 @@ for dir in $(awk '{ for (i = 1; i < NF; i++) if ($i == "-") { t = $(i + 1); o = 
 done
 mount -t tmpfs ikigai-test /run && mkdir -p /run/systemd/system || exit 1
 [ "$1" = 0 ] && exec "$0" --user
-exec setpriv --reuid="$1" --regid="$1" --clear-groups -- "$0" --user
+exec setpriv --reuid="$1" --regid="$1" --clear-groups --pdeathsig=SIGTERM -- "$0" --user
 "#;
 
 /// Removes the control groups of earlier runs' managers that have ended

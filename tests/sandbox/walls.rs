@@ -389,3 +389,36 @@ fn a_hidden_directory_costs_the_same_mounts_however_many_entries_it_holds() {
         }
     }
 }
+
+#[test]
+fn another_users_private_socket_does_not_stop_a_root_hosts_calls() {
+    // SAFETY: geteuid cannot fail.
+    if users().is_empty() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    // A socket in another user's private directory (a runtime directory's
+    // agent socket): /proc/net/unix lists it to everyone, and root can
+    // reach it, but the call's namespace cannot, so neither can the tool.
+    let p = Place::new(Who::Me);
+    let private = p.outside.join("run-nobody");
+    std::fs::create_dir(&private).unwrap();
+    let socket = private.join("S.agent");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let status = Command::new("chown")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(&private)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let text = p.bash(
+        &[],
+        &format!("echo ran; ls {} || echo unreachable", private.display()),
+    );
+    assert!(text.starts_with("ran"), "{text}");
+    assert!(text.contains("unreachable"), "{text}");
+}
