@@ -318,6 +318,10 @@ fn every_config_error_names_the_file() {
             "line 2, key 'limits.processes'",
         ),
         (
+            "[limits]\nmemory_total = \"lots\"\n",
+            "line 2, key 'limits.memory_total': invalid size 'lots'",
+        ),
+        (
             "deny_read = [\"relative\"]\n",
             "key 'deny_read': 'relative' is not an absolute path",
         ),
