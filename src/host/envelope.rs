@@ -292,22 +292,37 @@ pub fn past_scope_limit(envelope: Envelope, name: &str, stderr: &Capture) -> Env
         }
         Envelope::Failure { .. } => true,
     };
-    let unmarked = |s: String| match marked(s.as_bytes()) {
-        Some(mark) => String::from_utf8_lossy(mark.before).into_owned(),
-        None => s,
-    };
     if mark.reached == Reached::Tasks && !failed {
         return envelope;
     }
     let error = format!("Tool '{name}': {}", mark.what);
+    // The envelope's stderr (its events taken out) ends with the line too.
+    let unmarked = |stderr: String| match marked(stderr.as_bytes()) {
+        Some(mark) => String::from_utf8_lossy(mark.before).into_owned(),
+        None => stderr,
+    };
+    as_resource_limit(envelope, error, None, unmarked)
+}
+
+/// `envelope` as a `RESOURCE_LIMIT` failure with `error`: a success's
+/// result becomes its stdout (with `exit_code`, or the result's own), a
+/// failure keeps what it had, its stderr passed through `stderr`.
+fn as_resource_limit(
+    envelope: Envelope,
+    error: String,
+    exit_code: Option<i32>,
+    stderr: impl FnOnce(String) -> String,
+) -> Envelope {
     match envelope {
         Envelope::Success { result, truncated } => Envelope::Failure {
             why: Failure::ResourceLimit,
             error,
-            exit_code: result
-                .get("exit_code")
-                .and_then(Value::as_i64)
-                .and_then(|c| i32::try_from(c).ok()),
+            exit_code: exit_code.or_else(|| {
+                result
+                    .get("exit_code")
+                    .and_then(Value::as_i64)
+                    .and_then(|c| i32::try_from(c).ok())
+            }),
             stdout: result.to_string(),
             stderr: String::new(),
             truncated,
@@ -315,7 +330,7 @@ pub fn past_scope_limit(envelope: Envelope, name: &str, stderr: &Capture) -> Env
         Envelope::Failure {
             exit_code,
             stdout,
-            stderr,
+            stderr: had,
             truncated,
             ..
         } => Envelope::Failure {
@@ -323,7 +338,7 @@ pub fn past_scope_limit(envelope: Envelope, name: &str, stderr: &Capture) -> Env
             error,
             exit_code,
             stdout,
-            stderr: unmarked(stderr),
+            stderr: stderr(had),
             truncated,
         },
     }
@@ -362,30 +377,7 @@ pub fn past_limit(envelope: Envelope, ending: &Ending, name: &str, file_size: u6
          (config limits.file_size raises it)",
         crate::sandbox::limits::size_text(file_size)
     );
-    match envelope {
-        Envelope::Success { result, truncated } => Envelope::Failure {
-            why: Failure::ResourceLimit,
-            error,
-            exit_code: Some(PAST_FILE_SIZE as i32),
-            stdout: result.to_string(),
-            stderr: String::new(),
-            truncated,
-        },
-        Envelope::Failure {
-            exit_code,
-            stdout,
-            stderr,
-            truncated,
-            ..
-        } => Envelope::Failure {
-            why: Failure::ResourceLimit,
-            error,
-            exit_code,
-            stdout,
-            stderr,
-            truncated,
-        },
-    }
+    as_resource_limit(envelope, error, Some(PAST_FILE_SIZE as i32), |s| s)
 }
 
 /// The error of a call stopped at its deadline, in one wording whether a
@@ -741,6 +733,61 @@ mod tests {
             past_limit(plain.clone(), &Ending::Code(0), "bash", 1),
             plain
         );
+    }
+
+    #[test]
+    fn a_scope_limit_said_on_stderr_is_named_and_taken_off() {
+        use crate::sandbox::scope::{mark, Reached};
+        let memory = format!("Killed{}", mark(&Reached::Memory, 2 << 30, 64));
+        let (e, _) = wrap(
+            "t",
+            Protocol::Ikigai,
+            Ending::Signal(9),
+            &cap(""),
+            &cap(&memory),
+        );
+        let e = past_scope_limit(e, "t", &cap(&memory)).to_json();
+        assert_eq!(e["error_code"], "RESOURCE_LIMIT", "{e}");
+        assert!(
+            e["error"].as_str().unwrap().contains("limits.memory_total"),
+            "{e}"
+        );
+        assert_eq!(e["stderr"], "Killed", "{e}");
+        // A refused fork: named when the command failed, not when it
+        // went on and succeeded.
+        let tasks = mark(&Reached::Tasks, 1 << 30, 64);
+        for (answer, named) in [
+            (r#"{"output":"Cannot fork","exit_code":2}"#, true),
+            (r#"{"output":"done","exit_code":0}"#, false),
+        ] {
+            let (e, _) = wrap(
+                "bash",
+                Protocol::Ikigai,
+                Ending::Code(0),
+                &cap(answer),
+                &cap(&tasks),
+            );
+            let plain = e.clone();
+            let e = past_scope_limit(e, "bash", &cap(&tasks));
+            match named {
+                true => {
+                    let e = e.to_json();
+                    assert_eq!(e["error_code"], "RESOURCE_LIMIT", "{e}");
+                    assert_eq!(e["exit_code"], 2, "{e}");
+                    assert!(e["error"].as_str().unwrap().contains("limits.processes"));
+                }
+                false => assert_eq!(e, plain),
+            }
+        }
+        // No line, no change.
+        let (plain, _) = wrap(
+            "t",
+            Protocol::Ikigai,
+            Ending::Signal(9),
+            &cap(""),
+            &cap("x\n"),
+        );
+        assert_eq!(past_scope_limit(plain.clone(), "t", &cap("x\n")), plain);
     }
 
     #[test]

@@ -147,28 +147,9 @@ impl Walk<'_> {
 /// A URI fragment's `%XX` escapes decoded (`#/$defs/a%20b`); JSON pointer's
 /// own `~0`/`~1` are left to `Value::pointer`.
 fn percent_decoded(fragment: &str) -> String {
-    if !fragment.contains('%') {
-        return fragment.to_string();
-    }
-    let bytes = fragment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = fragment
-            .get(i + 1..i + 3)
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(fragment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
