@@ -546,8 +546,10 @@ def bench_sandbox(t):
         got = ours_json(argv)
         if got.get("output") != text:
             raise Wrong(f"{shlex.join(argv[:5])} answered {str(got)[:200]}")
+    # Short blocks, alternated: a difference of a millisecond in calls of
+    # two is lost when the machine's load changes between two long blocks.
     m = t.medians({"fenced": {"cmd": fenced}, "contained": {"cmd": contained},
-                   "direct": {"cmd": direct}}, runs=200, warmup=20)
+                   "direct": {"cmd": direct}}, runs=200, warmup=3, rounds=10)
     rows = []
     for label, what in [("fenced", "workspace-write, network off"),
                         ("contained", "mode off (containment only)")]:
