@@ -10,7 +10,7 @@
 //!   `related`, `footer`, `share`, ...: `UNLIKELY`, unless they also name
 //!   content: `MAYBE`) or whose role is a menu, navigation or dialog,
 //!   `<nav>`, `<footer>`, `<aside>`, and author boxes, bylines, newsletter
-//!   and "read more" blocks whatever else they name (`OUR_BOXES`), are not
+//!   and "read more" blocks whatever else they name (`names::BOXES`), are not
 //!   scored and not kept.
 //! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, and a `div`
 //!   with no block inside) of 25 bytes of text or more scores `1 + its
@@ -40,57 +40,12 @@
 //! clearly wins (`Article::clear`, and `survey` checks its share of the
 //! scored text); commas and full stops are those of every script.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
+use super::names::{self, BOXES, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
 use super::tags::Tag;
 use super::tokenizer::attr;
 
 /// The least text, in bytes, that a chosen article must hold.
 pub const MIN_ARTICLE: usize = 500;
-
-fn regex(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("a valid pattern")
-}
-
-static UNLIKELY: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|\
-         footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|\
-         skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|\
-         yom-remote",
-    )
-});
-/// Boxes Readability keeps but a reader does not want: author boxes,
-/// newsletter sign-ups, "read more" and recommendation blocks, bylines.
-/// A class naming content does not save them.
-static OUR_BOXES: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)author-?(bio|box|card|info|profile)|about-the-author|byline|newsletter|subscribe|\
-         signup|sign-up|read-?more|more-stories|recirc|recommend|outbrain|taboola|respond|\
-         reply-?form|up-?next",
-    )
-});
-static MAYBE: LazyLock<Regex> =
-    LazyLock::new(|| regex("(?i)and|article|body|column|content|main|mathjax|shadow"));
-static POSITIVE: LazyLock<Regex> = LazyLock::new(|| {
-    regex("(?i)article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story")
-});
-static NEGATIVE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|\
-         masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|\
-         sponsor|shopping|tags|widget",
-    )
-});
-static SHARE: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)(\b|_)(share|sharedaddy)(\b|_)"));
-static VIDEO: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)//(www\.)?((dailymotion|youtube|youtube-nocookie|player\.vimeo|v\.qq)\.com|\
-          (archive|upload\.wikimedia)\.org|player\.twitch\.tv)",
-    )
-});
 
 const UNLIKELY_ROLES: [&str; 7] = [
     "menu",
@@ -102,13 +57,14 @@ const UNLIKELY_ROLES: [&str; 7] = [
     "dialog",
 ];
 
-/// Does the element's class or id match `pattern`? Readability matches
-/// the two joined by a space; none of its patterns spans the space, so
-/// each is asked alone, without joining them.
-fn names_match(attrs: &str, pattern: &Regex) -> bool {
+/// The word sets (`names`) the element's class and id name, each alone:
+/// Readability matches the two joined by a space, and none of its
+/// fragments spans the space.
+fn named(attrs: &str) -> u8 {
     ["class", "id"]
         .iter()
-        .any(|name| attr(attrs, name).is_some_and(|v| pattern.is_match(&v)))
+        .filter_map(|name| attr(attrs, name))
+        .fold(0, |sets, value| sets | names::sets(&value))
 }
 
 /// Is the element a box that is never the article (see the module)?
@@ -123,7 +79,8 @@ pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
     if attrs.is_empty() || matches!(tag, Tag::Body | Tag::Html | Tag::A) {
         return false;
     }
-    if names_match(attrs, &OUR_BOXES) {
+    let sets = named(attrs);
+    if sets & BOXES != 0 {
         return true;
     }
     if attr(attrs, "role").is_some_and(|r| {
@@ -132,7 +89,7 @@ pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
     }) {
         return true;
     }
-    names_match(attrs, &UNLIKELY) && !names_match(attrs, &MAYBE)
+    sets & UNLIKELY != 0 && sets & MAYBE == 0
 }
 
 /// What the class and id say: 25 for each that names content, -25 for
@@ -141,10 +98,11 @@ pub fn class_weight(attrs: &str) -> f32 {
     let mut weight = 0.0;
     for name in ["class", "id"] {
         if let Some(value) = attr(attrs, name).filter(|v| !v.is_empty()) {
-            if NEGATIVE.is_match(&value) {
+            let sets = names::sets(&value);
+            if sets & NEGATIVE != 0 {
                 weight -= 25.0;
             }
-            if POSITIVE.is_match(&value) {
+            if sets & POSITIVE != 0 {
                 weight += 25.0;
             }
         }
@@ -154,7 +112,9 @@ pub fn class_weight(attrs: &str) -> f32 {
 
 /// Does the class or id name a share bar?
 pub fn is_share(attrs: &str) -> bool {
-    names_match(attrs, &SHARE)
+    ["class", "id"]
+        .iter()
+        .any(|name| attr(attrs, name).is_some_and(|v| names::names_share(&v)))
 }
 
 /// Is the embedded source a video, which an article keeps?
@@ -162,7 +122,7 @@ pub fn is_video(attrs: &str) -> bool {
     ["src", "data"]
         .iter()
         .filter_map(|name| attr(attrs, name))
-        .any(|src| VIDEO.is_match(&src))
+        .any(|src| names::is_video_source(&src))
 }
 
 /// An ancestor's score before its paragraphs add to it.
