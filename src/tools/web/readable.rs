@@ -216,6 +216,8 @@ pub struct Candidate {
     pub end: usize,
     pub parent: usize,
     pub score: Option<f32>,
+    /// The score counting the paragraphs inside boxes as well.
+    pub loose: Option<f32>,
     pub text: usize,
     pub link_text: usize,
     /// Element children, void ones included.
@@ -436,6 +438,7 @@ mod tests {
             end,
             parent,
             score: Some(score),
+            loose: Some(score),
             text,
             link_text: 0,
             children: 2,

@@ -116,6 +116,9 @@ struct Counted<'a> {
     /// Readability's score, once a paragraph inside gave it one; tracked:
     /// a paragraph scored somewhere inside (its parts may be chosen).
     score: Option<f32>,
+    /// The score counting paragraphs inside boxes too: Readability's
+    /// second attempt, for a page whose boxes hold all its paragraphs.
+    loose: Option<f32>,
     tracked: bool,
     /// A block opened directly inside; element children.
     block_inside: bool,
@@ -227,8 +230,9 @@ struct Pass<'a> {
     cleaned: Vec<Span>,
     /// Lists of `MIN_LIST_ITEMS` items or more outside boxes.
     lists: Vec<Span>,
-    /// The paragraphs that scored.
+    /// The paragraphs that scored, and those inside boxes.
     scored: Vec<Span>,
+    boxed: Vec<Span>,
 }
 
 impl<'a> Pass<'a> {
@@ -295,6 +299,7 @@ impl<'a> Pass<'a> {
             ordinal: self.ordinal,
             at_start: self.totals,
             score: None,
+            loose: None,
             tracked: false,
             block_inside: false,
             children: 0,
@@ -381,20 +386,29 @@ impl<'a> Pass<'a> {
             }
         }
         let parent = self.stack.last().map_or(0, |p| p.ordinal);
-        if self.unlikely == 0
-            && span.text >= 25
-            && readable::is_paragraph(open.tag, open.name, open.block_inside)
-        {
+        if span.text >= 25 && readable::is_paragraph(open.tag, open.name, open.block_inside) {
             let commas = self.totals.commas - open.at_start.commas;
             let score = readable::paragraph_score(span.text, commas);
-            self.scored.push(span);
+            let strict = self.unlikely == 0;
+            if strict {
+                self.scored.push(span);
+            } else {
+                self.boxed.push(span);
+            }
             for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
                 if level < 5 {
-                    let start = ancestor.score.get_or_insert_with(|| {
-                        readable::base_score(ancestor.tag, ancestor.name)
-                            + readable::class_weight(ancestor.attrs)
-                    });
-                    *start += readable::share(score, level);
+                    let base = match (ancestor.score, ancestor.loose) {
+                        (Some(_), Some(_)) => 0.0,
+                        _ => {
+                            readable::base_score(ancestor.tag, ancestor.name)
+                                + readable::class_weight(ancestor.attrs)
+                        }
+                    };
+                    let share = readable::share(score, level);
+                    if strict {
+                        *ancestor.score.get_or_insert(base) += share;
+                    }
+                    *ancestor.loose.get_or_insert(base) += share;
                 } else if ancestor.tracked {
                     // So are the ones around it.
                     break;
@@ -408,6 +422,7 @@ impl<'a> Pass<'a> {
                 end: span.end,
                 parent,
                 score: open.score,
+                loose: open.loose,
                 text: span.text,
                 link_text: span.link_text,
                 children: open.children,
@@ -525,9 +540,23 @@ impl<'a> Pass<'a> {
         candidates.sort_unstable_by_key(|c| c.ordinal);
         let mut paragraphs = std::mem::take(&mut self.paragraphs);
         paragraphs.retain(|p| scope.holds_tags(p.ordinal, p.end));
-        // Nothing scores: the whole of it, less its link boxes.
-        let Some(article) = readable::choose(&candidates, &paragraphs) else {
-            return whole(link_boxes);
+        // No paragraph outside the boxes scores (every one sits in an
+        // element named like a box): all paragraphs score, as in
+        // Readability's second attempt, and the boxes inside the article
+        // found are still left out. Nothing scores: the whole of it, less
+        // its link boxes.
+        let article = match readable::choose(&candidates, &paragraphs) {
+            Some(article) => article,
+            None => {
+                for c in &mut candidates {
+                    c.score = c.loose;
+                }
+                self.scored.append(&mut self.boxed);
+                match readable::choose(&candidates, &paragraphs) {
+                    Some(article) => article,
+                    None => return whole(link_boxes),
+                }
+            }
         };
         let text = article.text();
         // A list longer than the article is what the page is.

@@ -183,3 +183,27 @@ fn a_page_that_is_a_list_keeps_its_list() {
     );
     assert!(out.contains("The snippet of result 9"), "{out}");
 }
+
+#[test]
+fn when_boxes_hold_every_paragraph_all_paragraphs_score_and_boxes_inside_still_go() {
+    // A layout whose wrapper is named like a box (`sidebar`) holds the
+    // post and its comments: nothing outside the boxes scores, so all
+    // paragraphs score, and the comment thread inside what is found goes.
+    let comments: String = (0..4)
+        .map(|i| {
+            format!(
+                "<div class=\"comment\"><p>Reader {i} writes a comment that is prose, long \
+                 enough, with a comma, to be scored.</p></div>"
+            )
+        })
+        .collect();
+    let page = format!(
+        "<body><div role=\"main\"><div class=\"layout-with-sidebar-right\">\
+         <div class=\"pane\"><h1>The post</h1><div class=\"post-body\">{}</div>\
+         <div class=\"comments\">{comments}</div></div></div></div></body>",
+        ARTICLE.repeat(4)
+    );
+    let out = md(&page);
+    assert!(out.contains("The article says"), "{out}");
+    assert!(!out.contains("Reader"), "{out}");
+}
