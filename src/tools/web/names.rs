@@ -23,9 +23,11 @@ pub const POSITIVE: u8 = 4;
 pub const NEGATIVE: u8 = 8;
 /// Boxes Readability keeps but a reader does not want: author boxes,
 /// bylines, newsletter sign-ups, "read more", recommendations, comment
-/// forms and comment threads (decisions 128 and 140); naming content does
-/// not save them.
+/// forms, comment threads called responses, and a forum post's signature
+/// (decisions 128 and 140); naming content does not save them.
 pub const BOXES: u8 = 16;
+/// Readability's `byline`: names the author's line, left out when short.
+pub const BYLINE: u8 = 32;
 
 const FRAGMENTS: &[(&str, u8)] = &[
     ("-ad-", UNLIKELY | NEGATIVE),
@@ -99,7 +101,10 @@ const FRAGMENTS: &[(&str, u8)] = &[
     ("author-profile", BOXES),
     ("authorprofile", BOXES),
     ("about-the-author", BOXES),
-    ("byline", BOXES),
+    ("byline", BOXES | BYLINE),
+    ("author", BYLINE),
+    ("dateline", BYLINE),
+    ("writtenby", BYLINE),
     ("newsletter", BOXES),
     ("subscribe", BOXES),
     ("signup", BOXES),
@@ -115,6 +120,8 @@ const FRAGMENTS: &[(&str, u8)] = &[
     ("replyform", BOXES),
     ("up-next", BOXES),
     ("upnext", BOXES),
+    ("responses", BOXES),
+    ("signature", BOXES),
 ];
 
 /// The fragments by their first byte, so that each position of a value
@@ -227,6 +234,9 @@ mod tests {
         assert_eq!(sets("comment-content") & MAYBE, MAYBE);
         assert_eq!(sets("entry-content"), MAYBE | POSITIVE);
         assert_eq!(sets("author-box") & BOXES, BOXES);
+        assert_eq!(sets("responsesWrapper") & BOXES, BOXES);
+        assert_eq!(sets("responsive-image") & BOXES, 0);
+        assert_eq!(sets("post-author"), POSITIVE | BYLINE);
         assert_eq!(sets(""), 0);
         assert_eq!(sets("ÉTÉ"), 0);
     }

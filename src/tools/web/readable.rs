@@ -40,7 +40,7 @@
 //! clearly wins (`Article::clear`, and `survey` checks its share of the
 //! scored text); commas and full stops are those of every script.
 
-use super::names::{self, BOXES, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
+use super::names::{self, BOXES, BYLINE, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
 use super::tags::Tag;
 use super::tokenizer::attr;
 
@@ -80,7 +80,14 @@ pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
         return false;
     }
     let sets = named(attrs);
-    if sets & BOXES != 0 {
+    // A section's id is most often its heading's words (`#why-we-subscribe`),
+    // so our box words are read from its class only.
+    let boxes = if name.eq_ignore_ascii_case("section") {
+        attr(attrs, "class").map_or(0, |c| names::sets(&c))
+    } else {
+        sets
+    };
+    if boxes & BOXES != 0 {
         return true;
     }
     if attr(attrs, "role").is_some_and(|r| {
@@ -108,6 +115,19 @@ pub fn class_weight(attrs: &str) -> f32 {
         }
     }
     weight
+}
+
+/// The most text, in bytes, of a byline Readability leaves out.
+pub const MAX_BYLINE: usize = 100;
+
+/// Does the element name the author's line: its class or id (`author`,
+/// `byline`, `dateline`, `writtenby`), `rel="author"` or an `itemprop`
+/// naming the author? Left out when under `MAX_BYLINE` bytes of text.
+pub fn is_byline(attrs: &str) -> bool {
+    !attrs.is_empty()
+        && (named(attrs) & BYLINE != 0
+            || attr(attrs, "rel").is_some_and(|r| r.trim().eq_ignore_ascii_case("author"))
+            || attr(attrs, "itemprop").is_some_and(|p| p.contains("author")))
 }
 
 /// Does the class or id name a share bar?
@@ -459,6 +479,20 @@ mod tests {
         assert!(!is_unlikely(Tag::Block, "div", r#"class="story""#));
         assert!(!is_unlikely(Tag::Body, "body", r#"class="sidebar""#));
         assert!(!is_unlikely(Tag::Block, "div", ""));
+        // Our box words whatever else is named; a section's id is its
+        // heading's words.
+        assert!(is_unlikely(
+            Tag::Block,
+            "div",
+            r#"class="post-content author-bio""#
+        ));
+        assert!(is_unlikely(Tag::Block, "div", r#"id="respond""#));
+        assert!(is_unlikely(Tag::Block, "section", r#"class="responses""#));
+        assert!(!is_unlikely(
+            Tag::Block,
+            "section",
+            r#"id="scriptable-responses-from-humans""#
+        ));
     }
 
     #[test]

@@ -463,6 +463,7 @@ impl<'a> Pass<'a> {
             {
                 true
             }
+            _ if span.text < readable::MAX_BYLINE && readable::is_byline(open.attrs) => true,
             Tag::Table if !data => self.cleaned_out(open),
             Tag::Ul => self.cleaned_out(open),
             Tag::Block if is("div") || is("form") || is("fieldset") => self.cleaned_out(open),

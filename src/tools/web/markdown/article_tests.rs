@@ -207,3 +207,33 @@ fn when_boxes_hold_every_paragraph_all_paragraphs_score_and_boxes_inside_still_g
     assert!(out.contains("The article says"), "{out}");
     assert!(!out.contains("Reader"), "{out}");
 }
+
+#[test]
+fn short_bylines_signatures_and_responses_go() {
+    // A forum post's line "by ... »", its signature, and a thread of
+    // responses under a post; a long paragraph whose class names the
+    // author is prose and stays.
+    let responses: String = (0..3)
+        .map(|i| {
+            format!(
+                "<div class=\"response\"><p>Responder {i} answers the post at length, with \
+                 a comma, as readers do.</p></div>"
+            )
+        })
+        .collect();
+    let long = "A note from the author that runs long, in full sentences, about why the \
+                post was written, and for whom, and what came of it.";
+    let page = format!(
+        "<body><main><div class=\"post\"><p class=\"author\">by <b>someone</b> » Sat Jun 13, \
+         2026 9:10 am</p><div class=\"content\">{}</div><p class=\"author-note\">{long}</p>\
+         <div class=\"signature\">Ride safe, keep the rubber side down</div></div>\
+         <section class=\"responses\">{responses}</section></main></body>",
+        ARTICLE.repeat(4)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(out.contains("A note from the author"), "{out}");
+    for gone in ["someone", "Ride safe", "Responder"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
