@@ -25,7 +25,9 @@
 //!   the parent of either takes over while it scores more, or holds
 //!   nothing else. Its siblings that score a fifth of it (at least 10)
 //!   and its sibling paragraphs of prose (over 80 bytes, under a quarter
-//!   links) join it.
+//!   links) join it, and so do blocks anywhere that score as much and
+//!   whose class begins with the same word as its own (an article split
+//!   around an advertisement).
 //! - Inside, as Readability cleans an article: footers, asides and other
 //!   embeds than video are left out; headings `h1` and `h2` whose class
 //!   names a box; small share bars; and forms, tables that are not data,
@@ -238,6 +240,8 @@ pub struct Candidate {
     pub score: Option<f32>,
     /// The score counting the paragraphs inside boxes as well.
     pub loose: Option<f32>,
+    /// The first word of its class, hashed (None: no class).
+    pub class: Option<u64>,
     pub text: usize,
     pub link_text: usize,
     /// Element children, void ones included.
@@ -395,6 +399,21 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Arti
             parts.push(Part::of(p.ordinal, p.end, p.text, p.link_text));
         }
     }
+    // An article split around an advertisement or a picture continues in
+    // blocks of its own class elsewhere: the ones that score as a sibling
+    // must join it.
+    if top.class.is_some() {
+        for c in candidates {
+            let apart = |parts: &[Part]| parts.iter().all(|p| c.end < p.start || c.ordinal > p.end);
+            if c.class == top.class
+                && !c.frame
+                && c.weighed().is_some_and(|s| s >= threshold)
+                && apart(&parts)
+            {
+                parts.push(Part::of(c.ordinal, c.end, c.text, c.link_text));
+            }
+        }
+    }
     parts.sort_unstable_by_key(|p| p.start);
     parts.dedup_by_key(|p| p.start);
     // A rival is an element neither inside the article nor around it.
@@ -459,6 +478,7 @@ mod tests {
             parent,
             score: Some(score),
             loose: Some(score),
+            class: None,
             text,
             link_text: 0,
             children: 2,

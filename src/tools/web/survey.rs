@@ -198,6 +198,17 @@ fn is_candidate(tag: Tag) -> bool {
         )
 }
 
+/// The first word of the element's class, hashed, for telling the
+/// blocks of one class (None: no class).
+fn class_word(attrs: &str) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let class = attr(attrs, "class")?;
+    let word = class.split_ascii_whitespace().next()?;
+    let mut hasher = std::hash::DefaultHasher::new();
+    word.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 #[derive(Default)]
 struct Pass<'a> {
     stack: Vec<Counted<'a>>,
@@ -423,6 +434,7 @@ impl<'a> Pass<'a> {
                 parent,
                 score: open.score,
                 loose: open.loose,
+                class: class_word(open.attrs),
                 text: span.text,
                 link_text: span.link_text,
                 children: open.children,

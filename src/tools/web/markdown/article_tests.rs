@@ -237,3 +237,33 @@ fn short_bylines_signatures_and_responses_go() {
         assert!(!out.contains(gone), "{gone}: {out}");
     }
 }
+
+#[test]
+fn an_article_split_around_an_advertisement_keeps_both_parts() {
+    // Each part in a wrapper of its own, an advertisement between; the
+    // second part scores most, the first joins it by its class's first
+    // word, and the card of the same wrapper's aside does not.
+    let part = |n: usize, paragraphs: usize| {
+        format!(
+            "<div class=\"story-wrap\"><div class=\"story-body story-body-{n}\">{}</div>\
+             <aside class=\"cards\"><p>Another story, with a summary, long enough to \
+             score.</p></aside></div>",
+            format!("<p>Part {n} of the story goes on, in words of its own, with a comma.</p>")
+                .repeat(paragraphs)
+        )
+    };
+    let page = format!(
+        "<body><main><article>{}<div class=\"ad\"><p>An advertisement, short.</p></div>{}\
+         </article></main></body>",
+        part(1, 3),
+        part(2, 8)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("Part 1 of the story"), "{out}");
+    assert!(out.ends_with("with a comma."), "{out}");
+    assert!(out.contains("Part 2"), "{out}");
+    assert!(
+        !out.contains("Another story") && !out.contains("advertisement"),
+        "{out}"
+    );
+}
