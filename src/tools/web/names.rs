@@ -124,9 +124,12 @@ const FRAGMENTS: &[(&str, u8)] = &[
     ("signature", BOXES),
 ];
 
+/// A fragment's bytes and the sets it stands for.
+type Fragment = (&'static [u8], u8);
+
 /// The fragments by their first byte, so that each position of a value
 /// is checked against the few that can start there.
-static BY_FIRST: LazyLock<Vec<Vec<(&'static [u8], u8)>>> = LazyLock::new(|| {
+static BY_FIRST: LazyLock<Vec<Vec<Fragment>>> = LazyLock::new(|| {
     let mut table = vec![Vec::new(); 128];
     for &(fragment, sets) in FRAGMENTS {
         table[usize::from(fragment.as_bytes()[0])].push((fragment.as_bytes(), sets));
