@@ -23,8 +23,9 @@ pub const POSITIVE: u8 = 4;
 pub const NEGATIVE: u8 = 8;
 /// Boxes Readability keeps but a reader does not want: author boxes,
 /// bylines, newsletter sign-ups, "read more", recommendations, comment
-/// forms, comment threads called responses, and a forum post's signature
-/// (decisions 128 and 140); naming content does not save them.
+/// forms, comment threads called responses, a forum post's signature and
+/// a `modal` dialog, which pages hide until it is opened (decisions 128
+/// and 140); naming content does not save them.
 pub const BOXES: u8 = 16;
 /// Readability's `byline`: names the author's line, left out when short.
 pub const BYLINE: u8 = 32;
@@ -122,6 +123,7 @@ const FRAGMENTS: &[(&str, u8)] = &[
     ("upnext", BOXES),
     ("responses", BOXES),
     ("signature", BOXES),
+    ("modal", BOXES),
 ];
 
 /// A fragment's bytes and the sets it stands for.
@@ -239,6 +241,7 @@ mod tests {
         assert_eq!(sets("author-box") & BOXES, BOXES);
         assert_eq!(sets("responsesWrapper") & BOXES, BOXES);
         assert_eq!(sets("responsive-image") & BOXES, 0);
+        assert_eq!(sets("col-lg-12 modal fade") & BOXES, BOXES);
         assert_eq!(sets("post-author"), POSITIVE | BYLINE);
         assert_eq!(sets(""), 0);
         assert_eq!(sets("ÉTÉ"), 0);

@@ -209,9 +209,9 @@ fn when_boxes_hold_every_paragraph_all_paragraphs_score_and_boxes_inside_still_g
 }
 
 #[test]
-fn short_bylines_signatures_and_responses_go() {
-    // A forum post's line "by ... »", its signature, and a thread of
-    // responses under a post; a long paragraph whose class names the
+fn short_bylines_signatures_dialogs_and_responses_go() {
+    // A forum post's line "by ... »", its signature, a dialog the page
+    // shows when asked, and a thread of responses under a post; a long paragraph whose class names the
     // author is prose and stays.
     let responses: String = (0..3)
         .map(|i| {
@@ -226,14 +226,16 @@ fn short_bylines_signatures_and_responses_go() {
     let page = format!(
         "<body><main><div class=\"post\"><p class=\"author\">by <b>someone</b> » Sat Jun 13, \
          2026 9:10 am</p><div class=\"content\">{}</div><p class=\"author-note\">{long}</p>\
-         <div class=\"signature\">Ride safe, keep the rubber side down</div></div>\
+         <div class=\"signature\">Ride safe, keep the rubber side down</div>\
+         <div class=\"modal fade\"><div class=\"modal-body\"><p>Your account is not approved \
+         yet, so request approval first.</p></div></div></div>\
          <section class=\"responses\">{responses}</section></main></body>",
         ARTICLE.repeat(4)
     );
     let out = md(&page);
     assert!(out.starts_with("The article says"), "{out}");
     assert!(out.contains("A note from the author"), "{out}");
-    for gone in ["someone", "Ride safe", "Responder"] {
+    for gone in ["someone", "Ride safe", "approved", "Responder"] {
         assert!(!out.contains(gone), "{gone}: {out}");
     }
 }
