@@ -209,6 +209,27 @@ fn class_word(attrs: &str) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// A paragraph that scored: its start tag and its text, all that the
+/// test of a short article needs. Elements nest, so a paragraph that
+/// starts inside an element ends inside it. A page is at most 10 MiB, so
+/// its tags and bytes count in 32 bits: a long page scores tens of
+/// thousands of paragraphs, and this list is a part of the pass's peak.
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    start: u32,
+    text: u32,
+}
+
+impl Scored {
+    fn of(span: &Span) -> Scored {
+        let small = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Scored {
+            start: small(span.start),
+            text: small(span.text),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Pass<'a> {
     stack: Vec<Counted<'a>>,
@@ -242,8 +263,8 @@ struct Pass<'a> {
     /// Lists of `MIN_LIST_ITEMS` items or more outside boxes.
     lists: Vec<Span>,
     /// The paragraphs that scored, and those inside boxes.
-    scored: Vec<Span>,
-    boxed: Vec<Span>,
+    scored: Vec<Scored>,
+    boxed: Vec<Scored>,
 }
 
 impl<'a> Pass<'a> {
@@ -401,10 +422,11 @@ impl<'a> Pass<'a> {
             let commas = self.totals.commas - open.at_start.commas;
             let score = readable::paragraph_score(span.text, commas);
             let strict = self.unlikely == 0;
+            let paragraph = Scored::of(&span);
             if strict {
-                self.scored.push(span);
+                self.scored.push(paragraph);
             } else {
-                self.boxed.push(span);
+                self.boxed.push(paragraph);
             }
             for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
                 if level < 5 {
@@ -584,15 +606,20 @@ impl<'a> Pass<'a> {
         // as much, and it holds most of the text of the paragraphs that
         // scored (a lone short paragraph beside headings, lists and code
         // is not the page's article).
-        let scored = |inside: &dyn Fn(&Span) -> bool| -> usize {
+        let scored = |inside: &dyn Fn(usize) -> bool| -> usize {
             self.scored
                 .iter()
-                .filter(|p| inside(p))
-                .map(|p| p.text)
+                .filter(|p| inside(p.start as usize))
+                .map(|p| p.text as usize)
                 .sum()
         };
-        let all = scored(&|p| scope.holds(p));
-        let held = scored(&|p| p.inside(&article.parts));
+        let all = scored(&|start| scope.holds_tags(start, start));
+        let held = scored(&|start| {
+            article
+                .parts
+                .iter()
+                .any(|p| p.start <= start && start <= p.end)
+        });
         let clear = article.clear && held * 2 > all;
         let widened = text < readable::MIN_ARTICLE && !clear;
         let parts: Vec<Span> = if widened {
