@@ -1092,14 +1092,25 @@ def shingle_means(results, who):
     return p, r_, (2 * p * r_ / (p + r_) if p + r_ else 0.0)
 
 
+# Fetches of each page (and of the empty page) timed for the quality
+# bench's speed and memory rows, beside the one that gives the answer.
+QUALITY_ROUNDS = 5
+# The largest pages, on which memory is read: a small page's peak is the
+# process's, not the page's.
+QUALITY_MEMORY_PAGES = 5
+
+
 def bench_quality(t):
-    """Recall, precision and tokens of web-fetch's markdown beside the MCP
-    fetch server's converter (Readability.js), and the shingle scores of the
-    article-extraction benchmarks beside it and trafilatura, on the stored
-    pages of bench/quality: a row per page (information), the corpus's row
-    (all four word figures at once against MCP fetch), and the shingle rows
-    (on the pages whose articles were marked by hand: F1 at least both
-    peers', recall at least 0.97)."""
+    """web-fetch's markdown beside the MCP fetch server's converter
+    (Readability.js) and trafilatura, on the stored pages of bench/quality,
+    scored as the article-extraction benchmarks score (4-gram shingles of
+    the plain text; precision, recall and F1 per page, averaged over pages)
+    and by words against MCP fetch: a row per page (information), the
+    shingle rows (all pages, and the pages marked by hand: F1 at least both
+    peers', recall at least 0.97), the corpus's word row (recall and
+    precision at least MCP fetch's, tokens at most its), and what
+    converting the corpus costs: CPU time and peak memory above an empty
+    page's fetch (at least 60 MB/s; at most 3 times the page)."""
     need_tool("web-fetch")
     exe = peers()
     python = mcp_python()
@@ -1108,61 +1119,92 @@ def bench_quality(t):
     import measure
     peers_cache = os.path.join(BENCH_DIR, "quality-peers",
                                f"{MCP_FETCH}+{TRAFILATURA}".replace("==", "-"))
-    results = measure.measure(tool_path("web-fetch"), exe, python, traf,
-                              os.path.join(BENCH_DIR, "quality-answers"), peers_cache)
+    results, costs = measure.measure(tool_path("web-fetch"), exe, python, traf,
+                                     os.path.join(BENCH_DIR, "quality-answers"), peers_cache,
+                                     rounds=QUALITY_ROUNDS)
+    who_all = ("ours", "mcp", "trafilatura")
+
+    def shingle_text(v):
+        s = v["shingles"]
+        return f"{s['precision']:.3f} / {s['recall']:.3f} / {s['f1']:.3f} / {v['tokens']}"
+
     rows = []
     # found words, expected words, answer words, tokens, pages with raw HTML
     totals = {"ours": [0, 0, 0, 0, 0], "mcp": [0, 0, 0, 0, 0]}
     for r in results:
-        o, m, tr = r["ours"], r["mcp"], r["trafilatura"]
+        o, m, tr = (r[who] for who in who_all)
         for who, v in (("ours", o), ("mcp", m)):
             for i, key in enumerate(("found", "expected", "answer_words", "tokens")):
                 totals[who][i] += v[key]
             totals[who][4] += bool(v["raw_html"])
-        ratio = o["tokens"] / max(1, m["tokens"])
         html = f", raw HTML {o['raw_html']}" if o["raw_html"] else ""
         hand = " (marked by hand)" if r["reference"] == "hand" else ""
-        rows.append(row("quality", f"{r['page']}{hand}: recall / precision / tokens; shingle F1",
-                        ours=f"{o['recall']:.3f} / {o['precision']:.3f} / {o['tokens']}{html}; "
-                             f"{o['shingles']['f1']:.3f}",
+        rows.append(row("quality", f"{r['page']}{hand}: shingle precision / recall / F1 / tokens",
+                        ours=shingle_text(o) + html,
                         peer="MCP fetch; trafilatura",
-                        peer_time=f"{m['recall']:.3f} / {m['precision']:.3f} / {m['tokens']}; "
-                                  f"{m['shingles']['f1']:.3f}; {tr['shingles']['f1']:.3f}",
-                        ratio=f"{ratio:.2f}", ours_recall=o["recall"], peer_recall=m["recall"],
+                        peer_time=f"{shingle_text(m)}; {shingle_text(tr)}",
+                        ratio=f"{o['tokens'] / max(1, m['tokens']):.2f}",
+                        ours_recall=o["recall"], peer_recall=m["recall"],
                         ours_precision=o["precision"], peer_precision=m["precision"],
                         ours_tokens=o["tokens"], peer_tokens=m["tokens"],
-                        shingles={who: r[who]["shingles"] for who in ("ours", "mcp", "trafilatura")}))
+                        trafilatura_tokens=tr["tokens"],
+                        shingles={who: r[who]["shingles"] for who in who_all}))
+    hand = [r for r in results if r["reference"] == "hand"]
+    for label, subset in ((f"all {len(results)} pages", results),
+                          (f"{len(hand)} pages marked by hand", hand)):
+        if not subset:
+            continue
+        means = {who: shingle_means(subset, who) for who in who_all}
+        summed = {who: sum(r[who]["tokens"] for r in subset) for who in who_all}
+        o, m, tr = (means[who] for who in who_all)
+
+        def text(who):
+            p, r_, f = means[who]
+            return f"{p:.3f} / {r_:.3f} / {f:.3f} / {summed[who]}"
+
+        rows.append(row("quality", f"{label}: shingle precision / recall / F1 (page means) / tokens",
+                        ours=text("ours"), peer="MCP fetch (Readability.js); trafilatura",
+                        peer_time=f"{text('mcp')}; {text('trafilatura')}",
+                        ratio=f"{o[2] / max(1e-9, max(m[2], tr[2])):.3f}",
+                        target="F1 ≥ both peers', recall ≥ 0.97",
+                        ok=o[2] >= max(m[2], tr[2]) - 1e-9 and o[1] >= 0.97,
+                        ours_shingles=o, mcp_shingles=m, trafilatura_shingles=tr,
+                        tokens=summed))
     (of, oe, ow, ot, oh), (mf, me, mw, mt, mh) = totals["ours"], totals["mcp"]
     recall, peer_recall = of / max(1, oe), mf / max(1, me)
     precision, peer_precision = of / max(1, ow), mf / max(1, mw)
     ratio = ot / max(1, mt)
     ok = (recall >= peer_recall - 1e-9 and precision >= peer_precision - 1e-9
           and ratio <= 1.0 and oh == 0)
-    rows.append(row("quality", f"all {len(results)} pages: recall / precision / tokens / pages with raw HTML",
+    rows.append(row("quality", f"all {len(results)} pages, words: recall / precision / tokens / pages with raw HTML",
                     ours=f"{recall:.3f} / {precision:.3f} / {ot} / {oh}", peer="MCP fetch",
                     peer_time=f"{peer_recall:.3f} / {peer_precision:.3f} / {mt} / {mh}",
                     ratio=f"{ratio:.2f}",
                     target="recall ≥, precision ≥, tokens ≤ 1.0 × peer, no raw HTML",
                     ok=ok, ours_recall=recall, peer_recall=peer_recall, ours_precision=precision,
                     peer_precision=peer_precision, ours_tokens=ot, peer_tokens=mt))
-    hand = [r for r in results if r["reference"] == "hand"]
-    for label, subset, target in (
-            (f"{len(hand)} pages marked by hand", hand, True),
-            (f"all {len(results)} pages (most references are Readability's own output)", results, False)):
-        if not subset:
-            continue
-        o, m, tr = (shingle_means(subset, who) for who in ("ours", "mcp", "trafilatura"))
-        fields = dict(ours=f"{o[0]:.3f} / {o[1]:.3f} / {o[2]:.3f}",
-                      peer="MCP fetch (Readability.js); trafilatura",
-                      peer_time=f"{m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f}; "
-                                f"{tr[0]:.3f} / {tr[1]:.3f} / {tr[2]:.3f}",
-                      ratio=f"{o[2] / max(1e-9, max(m[2], tr[2])):.3f}",
-                      ours_shingles=o, mcp_shingles=m, trafilatura_shingles=tr)
-        if target:
-            fields.update(target="F1 ≥ both peers', recall ≥ 0.97",
-                          ok=o[2] >= max(m[2], tr[2]) - 1e-9 and o[1] >= 0.97)
-        rows.append(row("quality", f"{label}: shingle precision / recall / F1 (page means)",
-                        **fields))
+    pages = costs["pages"]
+    size = sum(p["bytes"] for p in pages.values())
+    above = sum(p["cpu_above"] for p in pages.values())
+    whole = sum(p["cpu"] for p in pages.values())
+    rate = size / MB / max(1e-9, above)
+    rows.append(row("quality", f"speed over the {len(pages)} pages ({fmt_bytes(size)}): CPU time "
+                               f"above an empty page's fetch ({fmt_time(costs['empty_cpu'])} each)",
+                    ours=f"{fmt_time(above)} = {rate:.1f} MB/s",
+                    peer="whole fetches, CPU", peer_time=f"{fmt_time(whole)} = "
+                                                         f"{size / MB / max(1e-9, whole):.1f} MB/s",
+                    target="≥ 60 MB/s", ok=rate >= 60, rate_mb_s=rate, cpu_s=above,
+                    whole_cpu_s=whole, corpus_bytes=size))
+    largest = sorted(pages.items(), key=lambda kv: kv[1]["bytes"])[-QUALITY_MEMORY_PAGES:]
+    worst_name, worst = max(largest, key=lambda kv: kv[1]["rss_above"] / kv[1]["bytes"])
+    worst_ratio = worst["rss_above"] / worst["bytes"]
+    rows.append(row("quality", f"peak memory above an empty page's fetch ({fmt_bytes(costs['empty_rss'])}), "
+                               f"worst of the {len(largest)} largest pages: {worst_name}",
+                    ours=fmt_bytes(worst["rss_above"]), peer="page size",
+                    peer_time=fmt_bytes(worst["bytes"]), ratio=f"{worst_ratio:.1f}",
+                    target="≤ 3 × page", ok=worst_ratio <= 3,
+                    ours_bytes=worst["rss_above"], page_bytes=worst["bytes"],
+                    pages={n: p for n, p in largest}))
     return rows
 
 

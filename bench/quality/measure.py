@@ -29,7 +29,13 @@ over pages by the caller. trafilatura (its own venv; `extract` with its
 defaults but comments left out, as its evaluation runs it) is scored the
 same way.
 
-Standalone: measure.py WEB_FETCH PEERS PYTHON [TRAFILATURA_PYTHON] -> prints rows.
+What our fetches cost is measured beside: each page fetched again a few
+times, and an empty page as often; per page, the median CPU time (user and
+system, from wait4) and peak resident memory above the empty page's are
+what converting that page costs, the rest is the process and the request.
+
+Standalone: measure.py WEB_FETCH PEERS PYTHON [TRAFILATURA_PYTHON [KEEP_DIR
+[CACHE_DIR]]] -> prints rows.
 """
 
 import collections
@@ -38,6 +44,7 @@ import json
 import os
 import re
 import socketserver
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,27 +56,27 @@ PAGES = os.path.join(HERE, "pages")
 WORD = re.compile(r"\w+", re.UNICODE)
 DESTINATION = re.compile(r"\]\((?:<[^>]*>|[^)\s]*)\)")
 
+# Each answer is printed as soon as it is made, one JSON line per page, so
+# that the caller keeps it even if a later page is interrupted.
 MCP_SNIPPET = r"""
 import json, sys
 from mcp_server_fetch.server import extract_content_from_html
-out = {}
 for path in sys.argv[1:]:
     with open(path, encoding="utf-8", errors="replace") as f:
-        out[path] = extract_content_from_html(f.read())
-json.dump(out, sys.stdout)
+        answer = extract_content_from_html(f.read())
+    print(json.dumps({"path": path, "answer": answer}), flush=True)
 """
 
 
 TRAFILATURA_SNIPPET = r"""
 import json, sys
 import trafilatura
-out = {}
 for path, url in zip(sys.argv[1::2], sys.argv[2::2]):
     with open(path, encoding="utf-8", errors="replace") as f:
         html = f.read()
-    out[path] = trafilatura.extract(html, url=url, output_format="markdown",
-                                    include_comments=False) or ""
-json.dump(out, sys.stdout)
+    answer = trafilatura.extract(html, url=url, output_format="markdown",
+                                 include_comments=False) or ""
+    print(json.dumps({"path": path, "answer": answer}), flush=True)
 """
 
 # Scripts written without spaces between words: each character a token.
@@ -200,9 +207,39 @@ class ProxyHandler(socketserver.StreamRequestHandler):
                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
 
-def ours(web_fetch, names):
+# The page whose fetch is what every fetch costs before its page does: the
+# process, the request through the proxy, the JSON answer.
+EMPTY_PAGE = b"<!doctype html><title>Empty</title><p>Nothing here."
+EMPTY_URL = "http://fakehost/bench-empty/"
+
+
+def run_costs(argv, env):
+    """One run of `argv`, its output thrown away: its CPU time (user and
+    system, seconds, from wait4: GNU time's own is a constant the empty
+    page takes off) and peak resident memory (bytes, GNU time's %M: a
+    process started straight from this one would count this one's memory,
+    which its child shares until it runs the program)."""
+    with tempfile.NamedTemporaryFile(mode="r") as f:
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", f.name, *argv],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            raise RuntimeError(f"{argv[0]} ended with {p.returncode}")
+        return usage.ru_utime + usage.ru_stime, int(f.read().split()[-1]) * 1024
+
+
+def ours(web_fetch, names, rounds=0):
+    """Our answers, and with `rounds`, what each page costs: every page
+    (and the empty page, "empty") fetched `rounds` times more, each
+    round through the whole corpus, so that a burst of load from
+    elsewhere spreads over pages instead of landing on one."""
     urls = {n: http_url(manifest()[n]["url"]) for n in names}
     files = {u.split("://", 1)[1]: os.path.join(PAGES, n, "page.html") for n, u in urls.items()}
+    empty = tempfile.NamedTemporaryFile(suffix=".html")
+    empty.write(EMPTY_PAGE)
+    empty.flush()
+    files[EMPTY_URL.split("://", 1)[1]] = empty.name
     proxy = Proxy(files)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     env = {k: v for k, v in os.environ.items()
@@ -211,7 +248,7 @@ def ours(web_fetch, names):
     # The proxy stands in for the sites: nothing is resolved or reached.
     env.update(IKIGAI_FETCH_ALLOW_PRIVATE="1",
                HTTP_PROXY=f"http://127.0.0.1:{proxy.server_address[1]}")
-    out = {}
+    out, costs = {}, collections.defaultdict(list)
     try:
         for name in names:
             p = subprocess.run([web_fetch, json.dumps({"url": urls[name]})],
@@ -220,27 +257,65 @@ def ours(web_fetch, names):
             if not answer.get("success"):
                 raise RuntimeError(f"web-fetch {name}: {answer}")
             out[name] = answer["content"]
+        urls["empty"] = EMPTY_URL
+        for _ in range(rounds):
+            for name in [*names, "empty"]:
+                costs[name].append(run_costs([web_fetch, json.dumps({"url": urls[name]})], env))
     finally:
         proxy.shutdown()
-    return out
+        empty.close()
+    return out, dict(costs)
+
+
+def page_costs(costs, names):
+    """Per page: its size, and the median CPU time and peak memory of its
+    fetches above the empty page's (what converting the page costs)."""
+    cpu0 = statistics.median(c for c, _ in costs["empty"])
+    rss0 = statistics.median(m for _, m in costs["empty"])
+    rows = {}
+    for n in names:
+        size = os.path.getsize(os.path.join(PAGES, n, "page.html"))
+        cpu = statistics.median(c for c, _ in costs[n])
+        rss = statistics.median(m for _, m in costs[n])
+        rows[n] = {"bytes": size, "cpu": cpu, "cpu_above": max(0.0, cpu - cpu0),
+                   "rss": rss, "rss_above": max(0, rss - rss0)}
+    return {"pages": rows, "empty_cpu": cpu0, "empty_rss": rss0}
+
+
+def streamed(argv, paths):
+    """Runs a peer's snippet and yields (path, answer) as it prints each:
+    lines that are not its answers (readabilipy installs Readability.js's
+    node modules on its first run and says so) are passed over."""
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True,
+                             encoding="utf-8")
+        seen = set()
+        for line in p.stdout:
+            if not line.startswith('{"path"'):
+                continue
+            got = json.loads(line)
+            seen.add(got["path"])
+            yield got["path"], got["answer"]
+        if p.wait() != 0 or seen != set(paths):
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{argv[0]} ended ({p.returncode}) after {len(seen)} of "
+                               f"{len(paths)} pages: {tail}")
 
 
 def mcp(python, names):
-    paths = [os.path.join(PAGES, n, "page.html") for n in names]
-    p = subprocess.run([python, "-c", MCP_SNIPPET, *paths], capture_output=True, check=True)
-    # The JSON is the last line: readabilipy may say something first (it
-    # installs Readability.js's node modules on its first run).
-    got = json.loads(p.stdout.strip().splitlines()[-1])
-    return {n: got[path] for n, path in zip(names, paths)}
+    paths = {os.path.join(PAGES, n, "page.html"): n for n in names}
+    for path, answer in streamed([python, "-c", MCP_SNIPPET, *paths], paths):
+        yield paths[path], answer
 
 
 def trafilatura(python, names):
+    paths = {os.path.join(PAGES, n, "page.html"): n for n in names}
     args = []
-    for n in names:
-        args += [os.path.join(PAGES, n, "page.html"), manifest()[n]["url"]]
-    p = subprocess.run([python, "-c", TRAFILATURA_SNIPPET, *args], capture_output=True, check=True)
-    got = json.loads(p.stdout.strip().splitlines()[-1])
-    return {n: got[os.path.join(PAGES, n, "page.html")] for n in names}
+    for path, n in paths.items():
+        args += [path, manifest()[n]["url"]]
+    for path, answer in streamed([python, "-c", TRAFILATURA_SNIPPET, *args], paths):
+        yield paths[path], answer
 
 
 def tokens(peers, texts):
@@ -256,12 +331,14 @@ def tokens(peers, texts):
 
 
 def cached(cache_dir, who, names, convert):
-    """The peers' answers, kept under cache_dir by the page's hash: a peer
-    takes minutes for the corpus (MCP fetch starts node for every page) and
-    gives the same answer for the same page and version."""
+    """The peers' answers, kept under cache_dir by the page's hash (and
+    address), each stored as soon as the peer gives it: a peer takes
+    minutes for the corpus (MCP fetch starts node for every page) and
+    gives the same answer for the same page and version, so a run that is
+    interrupted loses only the page it was on."""
     if not cache_dir:
-        return convert(names)
-    out, missing = {}, []
+        return dict(convert(names))
+    out, missing = {}, {}
     for n in names:
         with open(os.path.join(PAGES, n, "page.html"), "rb") as f:
             key = hashlib.sha256(f.read() + manifest()[n]["url"].encode()).hexdigest()
@@ -270,22 +347,27 @@ def cached(cache_dir, who, names, convert):
             with open(path, encoding="utf-8") as f:
                 out[n] = f.read()
         else:
-            missing.append((n, path))
+            missing[n] = path
     if missing:
-        got = convert([n for n, _ in missing])
         os.makedirs(os.path.join(cache_dir, who), exist_ok=True)
-        for n, path in missing:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(got[n])
-            out[n] = got[n]
+        for n, answer in convert(list(missing)):
+            # Written aside and renamed: a file in the cache is a whole answer.
+            part = missing[n] + ".part"
+            with open(part, "w", encoding="utf-8") as f:
+                f.write(answer)
+            os.replace(part, missing[n])
+            out[n] = answer
     return out
 
 
-def measure(web_fetch, peers, python, trafilatura_python=None, keep_dir=None, cache_dir=None):
-    """cache_dir: where the peers' answers are kept (one directory per peer
-    and version, which the caller names)."""
+def measure(web_fetch, peers, python, trafilatura_python=None, keep_dir=None, cache_dir=None,
+            rounds=0):
+    """The rows, one a page, and with `rounds`, what our fetches cost
+    (`page_costs`, else None). cache_dir: where the peers' answers are
+    kept (one directory per peer and version, which the caller names)."""
     names = pages()
-    answers = {"ours": ours(web_fetch, names),
+    ours_answers, costs = ours(web_fetch, names, rounds)
+    answers = {"ours": ours_answers,
                "mcp": cached(cache_dir, "mcp", names, lambda ns: mcp(python, ns))}
     if trafilatura_python:
         answers["trafilatura"] = cached(cache_dir, "trafilatura", names,
@@ -308,13 +390,14 @@ def measure(web_fetch, peers, python, trafilatura_python=None, keep_dir=None, ca
             for who in answers:
                 with open(os.path.join(keep_dir, f"{name}.{who}.md"), "w", encoding="utf-8") as f:
                     f.write(answers[who][name])
-    return rows
+    return rows, (page_costs(costs, names) if rounds else None)
 
 
 if __name__ == "__main__":
     traf = sys.argv[4] if len(sys.argv) > 4 else None
     keep = sys.argv[5] if len(sys.argv) > 5 else None
-    for r in measure(sys.argv[1], sys.argv[2], sys.argv[3], traf, keep):
+    cache = sys.argv[6] if len(sys.argv) > 6 else None
+    for r in measure(sys.argv[1], sys.argv[2], sys.argv[3], traf, keep, cache)[0]:
         o, m = r["ours"], r["mcp"]
         t = r.get("trafilatura", {}).get("shingles", {}).get("f1", float("nan"))
         print(f"{r['page']:24} {r['reference'][:4]} recall {o['recall']:.3f} / {m['recall']:.3f}  "

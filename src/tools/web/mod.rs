@@ -12,6 +12,7 @@ mod entities;
 pub mod guard;
 pub mod http;
 pub mod markdown;
+mod names;
 mod readable;
 pub mod search;
 pub mod stub;

@@ -10,7 +10,7 @@
 //!   `related`, `footer`, `share`, ...: `UNLIKELY`, unless they also name
 //!   content: `MAYBE`) or whose role is a menu, navigation or dialog,
 //!   `<nav>`, `<footer>`, `<aside>`, and author boxes, bylines, newsletter
-//!   and "read more" blocks whatever else they name (`OUR_BOXES`), are not
+//!   and "read more" blocks whatever else they name (`names::BOXES`), are not
 //!   scored and not kept.
 //! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, and a `div`
 //!   with no block inside) of 25 bytes of text or more scores `1 + its
@@ -25,7 +25,9 @@
 //!   the parent of either takes over while it scores more, or holds
 //!   nothing else. Its siblings that score a fifth of it (at least 10)
 //!   and its sibling paragraphs of prose (over 80 bytes, under a quarter
-//!   links) join it.
+//!   links) join it, and so do blocks anywhere that score as much and
+//!   whose class begins with the same word as its own (an article split
+//!   around an advertisement).
 //! - Inside, as Readability cleans an article: footers, asides and other
 //!   embeds than video are left out; headings `h1` and `h2` whose class
 //!   names a box; small share bars; and forms, tables that are not data,
@@ -40,57 +42,12 @@
 //! clearly wins (`Article::clear`, and `survey` checks its share of the
 //! scored text); commas and full stops are those of every script.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
+use super::names::{self, BOXES, BYLINE, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
 use super::tags::Tag;
 use super::tokenizer::attr;
 
 /// The least text, in bytes, that a chosen article must hold.
 pub const MIN_ARTICLE: usize = 500;
-
-fn regex(pattern: &str) -> Regex {
-    Regex::new(pattern).expect("a valid pattern")
-}
-
-static UNLIKELY: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|\
-         footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|\
-         skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|\
-         yom-remote",
-    )
-});
-/// Boxes Readability keeps but a reader does not want: author boxes,
-/// newsletter sign-ups, "read more" and recommendation blocks, bylines.
-/// A class naming content does not save them.
-static OUR_BOXES: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)author-?(bio|box|card|info|profile)|about-the-author|byline|newsletter|subscribe|\
-         signup|sign-up|read-?more|more-stories|recirc|recommend|outbrain|taboola|respond|\
-         reply-?form|up-?next",
-    )
-});
-static MAYBE: LazyLock<Regex> =
-    LazyLock::new(|| regex("(?i)and|article|body|column|content|main|mathjax|shadow"));
-static POSITIVE: LazyLock<Regex> = LazyLock::new(|| {
-    regex("(?i)article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story")
-});
-static NEGATIVE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        "(?i)-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|\
-         masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|\
-         sponsor|shopping|tags|widget",
-    )
-});
-static SHARE: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)(\b|_)(share|sharedaddy)(\b|_)"));
-static VIDEO: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)//(www\.)?((dailymotion|youtube|youtube-nocookie|player\.vimeo|v\.qq)\.com|\
-          (archive|upload\.wikimedia)\.org|player\.twitch\.tv)",
-    )
-});
 
 const UNLIKELY_ROLES: [&str; 7] = [
     "menu",
@@ -102,13 +59,14 @@ const UNLIKELY_ROLES: [&str; 7] = [
     "dialog",
 ];
 
-/// Does the element's class or id match `pattern`? Readability matches
-/// the two joined by a space; none of its patterns spans the space, so
-/// each is asked alone, without joining them.
-fn names_match(attrs: &str, pattern: &Regex) -> bool {
+/// The word sets (`names`) the element's class and id name, each alone:
+/// Readability matches the two joined by a space, and none of its
+/// fragments spans the space.
+fn named(attrs: &str) -> u8 {
     ["class", "id"]
         .iter()
-        .any(|name| attr(attrs, name).is_some_and(|v| pattern.is_match(&v)))
+        .filter_map(|name| attr(attrs, name))
+        .fold(0, |sets, value| sets | names::sets(&value))
 }
 
 /// Is the element a box that is never the article (see the module)?
@@ -123,7 +81,15 @@ pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
     if attrs.is_empty() || matches!(tag, Tag::Body | Tag::Html | Tag::A) {
         return false;
     }
-    if names_match(attrs, &OUR_BOXES) {
+    let sets = named(attrs);
+    // A section's id is most often its heading's words (`#why-we-subscribe`),
+    // so our box words are read from its class only.
+    let boxes = if name.eq_ignore_ascii_case("section") {
+        attr(attrs, "class").map_or(0, |c| names::sets(&c))
+    } else {
+        sets
+    };
+    if boxes & BOXES != 0 {
         return true;
     }
     if attr(attrs, "role").is_some_and(|r| {
@@ -132,7 +98,7 @@ pub fn is_unlikely(tag: Tag, name: &str, attrs: &str) -> bool {
     }) {
         return true;
     }
-    names_match(attrs, &UNLIKELY) && !names_match(attrs, &MAYBE)
+    sets & UNLIKELY != 0 && sets & MAYBE == 0
 }
 
 /// What the class and id say: 25 for each that names content, -25 for
@@ -141,10 +107,11 @@ pub fn class_weight(attrs: &str) -> f32 {
     let mut weight = 0.0;
     for name in ["class", "id"] {
         if let Some(value) = attr(attrs, name).filter(|v| !v.is_empty()) {
-            if NEGATIVE.is_match(&value) {
+            let sets = names::sets(&value);
+            if sets & NEGATIVE != 0 {
                 weight -= 25.0;
             }
-            if POSITIVE.is_match(&value) {
+            if sets & POSITIVE != 0 {
                 weight += 25.0;
             }
         }
@@ -152,9 +119,24 @@ pub fn class_weight(attrs: &str) -> f32 {
     weight
 }
 
+/// The most text, in bytes, of a byline Readability leaves out.
+pub const MAX_BYLINE: usize = 100;
+
+/// Does the element name the author's line: its class or id (`author`,
+/// `byline`, `dateline`, `writtenby`), `rel="author"` or an `itemprop`
+/// naming the author? Left out when under `MAX_BYLINE` bytes of text.
+pub fn is_byline(attrs: &str) -> bool {
+    !attrs.is_empty()
+        && (named(attrs) & BYLINE != 0
+            || attr(attrs, "rel").is_some_and(|r| r.trim().eq_ignore_ascii_case("author"))
+            || attr(attrs, "itemprop").is_some_and(|p| p.contains("author")))
+}
+
 /// Does the class or id name a share bar?
 pub fn is_share(attrs: &str) -> bool {
-    names_match(attrs, &SHARE)
+    ["class", "id"]
+        .iter()
+        .any(|name| attr(attrs, name).is_some_and(|v| names::names_share(&v)))
 }
 
 /// Is the embedded source a video, which an article keeps?
@@ -162,7 +144,7 @@ pub fn is_video(attrs: &str) -> bool {
     ["src", "data"]
         .iter()
         .filter_map(|name| attr(attrs, name))
-        .any(|src| VIDEO.is_match(&src))
+        .any(|src| names::is_video_source(&src))
 }
 
 /// An ancestor's score before its paragraphs add to it.
@@ -256,6 +238,10 @@ pub struct Candidate {
     pub end: usize,
     pub parent: usize,
     pub score: Option<f32>,
+    /// The score counting the paragraphs inside boxes as well.
+    pub loose: Option<f32>,
+    /// The first word of its class, hashed (None: no class).
+    pub class: Option<u64>,
     pub text: usize,
     pub link_text: usize,
     /// Element children, void ones included.
@@ -413,6 +399,21 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Arti
             parts.push(Part::of(p.ordinal, p.end, p.text, p.link_text));
         }
     }
+    // An article split around an advertisement or a picture continues in
+    // blocks of its own class elsewhere: the ones that score as a sibling
+    // must join it.
+    if top.class.is_some() {
+        for c in candidates {
+            let apart = |parts: &[Part]| parts.iter().all(|p| c.end < p.start || c.ordinal > p.end);
+            if c.class == top.class
+                && !c.frame
+                && c.weighed().is_some_and(|s| s >= threshold)
+                && apart(&parts)
+            {
+                parts.push(Part::of(c.ordinal, c.end, c.text, c.link_text));
+            }
+        }
+    }
     parts.sort_unstable_by_key(|p| p.start);
     parts.dedup_by_key(|p| p.start);
     // A rival is an element neither inside the article nor around it.
@@ -476,6 +477,8 @@ mod tests {
             end,
             parent,
             score: Some(score),
+            loose: Some(score),
+            class: None,
             text,
             link_text: 0,
             children: 2,
@@ -496,6 +499,20 @@ mod tests {
         assert!(!is_unlikely(Tag::Block, "div", r#"class="story""#));
         assert!(!is_unlikely(Tag::Body, "body", r#"class="sidebar""#));
         assert!(!is_unlikely(Tag::Block, "div", ""));
+        // Our box words whatever else is named; a section's id is its
+        // heading's words.
+        assert!(is_unlikely(
+            Tag::Block,
+            "div",
+            r#"class="post-content author-bio""#
+        ));
+        assert!(is_unlikely(Tag::Block, "div", r#"id="respond""#));
+        assert!(is_unlikely(Tag::Block, "section", r#"class="responses""#));
+        assert!(!is_unlikely(
+            Tag::Block,
+            "section",
+            r#"id="scriptable-responses-from-humans""#
+        ));
     }
 
     #[test]

@@ -116,6 +116,9 @@ struct Counted<'a> {
     /// Readability's score, once a paragraph inside gave it one; tracked:
     /// a paragraph scored somewhere inside (its parts may be chosen).
     score: Option<f32>,
+    /// The score counting paragraphs inside boxes too: Readability's
+    /// second attempt, for a page whose boxes hold all its paragraphs.
+    loose: Option<f32>,
     tracked: bool,
     /// A block opened directly inside; element children.
     block_inside: bool,
@@ -195,6 +198,38 @@ fn is_candidate(tag: Tag) -> bool {
         )
 }
 
+/// The first word of the element's class, hashed, for telling the
+/// blocks of one class (None: no class).
+fn class_word(attrs: &str) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let class = attr(attrs, "class")?;
+    let word = class.split_ascii_whitespace().next()?;
+    let mut hasher = std::hash::DefaultHasher::new();
+    word.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// A paragraph that scored: its start tag and its text, all that the
+/// test of a short article needs. Elements nest, so a paragraph that
+/// starts inside an element ends inside it. A page is at most 10 MiB, so
+/// its tags and bytes count in 32 bits: a long page scores tens of
+/// thousands of paragraphs, and this list is a part of the pass's peak.
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    start: u32,
+    text: u32,
+}
+
+impl Scored {
+    fn of(span: &Span) -> Scored {
+        let small = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Scored {
+            start: small(span.start),
+            text: small(span.text),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Pass<'a> {
     stack: Vec<Counted<'a>>,
@@ -227,8 +262,9 @@ struct Pass<'a> {
     cleaned: Vec<Span>,
     /// Lists of `MIN_LIST_ITEMS` items or more outside boxes.
     lists: Vec<Span>,
-    /// The paragraphs that scored.
-    scored: Vec<Span>,
+    /// The paragraphs that scored, and those inside boxes.
+    scored: Vec<Scored>,
+    boxed: Vec<Scored>,
 }
 
 impl<'a> Pass<'a> {
@@ -295,6 +331,7 @@ impl<'a> Pass<'a> {
             ordinal: self.ordinal,
             at_start: self.totals,
             score: None,
+            loose: None,
             tracked: false,
             block_inside: false,
             children: 0,
@@ -381,20 +418,30 @@ impl<'a> Pass<'a> {
             }
         }
         let parent = self.stack.last().map_or(0, |p| p.ordinal);
-        if self.unlikely == 0
-            && span.text >= 25
-            && readable::is_paragraph(open.tag, open.name, open.block_inside)
-        {
+        if span.text >= 25 && readable::is_paragraph(open.tag, open.name, open.block_inside) {
             let commas = self.totals.commas - open.at_start.commas;
             let score = readable::paragraph_score(span.text, commas);
-            self.scored.push(span);
+            let strict = self.unlikely == 0;
+            let paragraph = Scored::of(&span);
+            if strict {
+                self.scored.push(paragraph);
+            } else {
+                self.boxed.push(paragraph);
+            }
             for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
                 if level < 5 {
-                    let start = ancestor.score.get_or_insert_with(|| {
-                        readable::base_score(ancestor.tag, ancestor.name)
-                            + readable::class_weight(ancestor.attrs)
-                    });
-                    *start += readable::share(score, level);
+                    let base = match (ancestor.score, ancestor.loose) {
+                        (Some(_), Some(_)) => 0.0,
+                        _ => {
+                            readable::base_score(ancestor.tag, ancestor.name)
+                                + readable::class_weight(ancestor.attrs)
+                        }
+                    };
+                    let share = readable::share(score, level);
+                    if strict {
+                        *ancestor.score.get_or_insert(base) += share;
+                    }
+                    *ancestor.loose.get_or_insert(base) += share;
                 } else if ancestor.tracked {
                     // So are the ones around it.
                     break;
@@ -408,6 +455,8 @@ impl<'a> Pass<'a> {
                 end: span.end,
                 parent,
                 score: open.score,
+                loose: open.loose,
+                class: class_word(open.attrs),
                 text: span.text,
                 link_text: span.link_text,
                 children: open.children,
@@ -448,6 +497,7 @@ impl<'a> Pass<'a> {
             {
                 true
             }
+            _ if span.text < readable::MAX_BYLINE && readable::is_byline(open.attrs) => true,
             Tag::Table if !data => self.cleaned_out(open),
             Tag::Ul => self.cleaned_out(open),
             Tag::Block if is("div") || is("form") || is("fieldset") => self.cleaned_out(open),
@@ -525,9 +575,23 @@ impl<'a> Pass<'a> {
         candidates.sort_unstable_by_key(|c| c.ordinal);
         let mut paragraphs = std::mem::take(&mut self.paragraphs);
         paragraphs.retain(|p| scope.holds_tags(p.ordinal, p.end));
-        // Nothing scores: the whole of it, less its link boxes.
-        let Some(article) = readable::choose(&candidates, &paragraphs) else {
-            return whole(link_boxes);
+        // No paragraph outside the boxes scores (every one sits in an
+        // element named like a box): all paragraphs score, as in
+        // Readability's second attempt, and the boxes inside the article
+        // found are still left out. Nothing scores: the whole of it, less
+        // its link boxes.
+        let article = match readable::choose(&candidates, &paragraphs) {
+            Some(article) => article,
+            None => {
+                for c in &mut candidates {
+                    c.score = c.loose;
+                }
+                self.scored.append(&mut self.boxed);
+                match readable::choose(&candidates, &paragraphs) {
+                    Some(article) => article,
+                    None => return whole(link_boxes),
+                }
+            }
         };
         let text = article.text();
         // A list longer than the article is what the page is.
@@ -542,15 +606,20 @@ impl<'a> Pass<'a> {
         // as much, and it holds most of the text of the paragraphs that
         // scored (a lone short paragraph beside headings, lists and code
         // is not the page's article).
-        let scored = |inside: &dyn Fn(&Span) -> bool| -> usize {
+        let scored = |inside: &dyn Fn(usize) -> bool| -> usize {
             self.scored
                 .iter()
-                .filter(|p| inside(p))
-                .map(|p| p.text)
+                .filter(|p| inside(p.start as usize))
+                .map(|p| p.text as usize)
                 .sum()
         };
-        let all = scored(&|p| scope.holds(p));
-        let held = scored(&|p| p.inside(&article.parts));
+        let all = scored(&|start| scope.holds_tags(start, start));
+        let held = scored(&|start| {
+            article
+                .parts
+                .iter()
+                .any(|p| p.start <= start && start <= p.end)
+        });
         let clear = article.clear && held * 2 > all;
         let widened = text < readable::MIN_ARTICLE && !clear;
         let parts: Vec<Span> = if widened {

@@ -183,3 +183,89 @@ fn a_page_that_is_a_list_keeps_its_list() {
     );
     assert!(out.contains("The snippet of result 9"), "{out}");
 }
+
+#[test]
+fn when_boxes_hold_every_paragraph_all_paragraphs_score_and_boxes_inside_still_go() {
+    // A layout whose wrapper is named like a box (`sidebar`) holds the
+    // post and its comments: nothing outside the boxes scores, so all
+    // paragraphs score, and the comment thread inside what is found goes.
+    let comments: String = (0..4)
+        .map(|i| {
+            format!(
+                "<div class=\"comment\"><p>Reader {i} writes a comment that is prose, long \
+                 enough, with a comma, to be scored.</p></div>"
+            )
+        })
+        .collect();
+    let page = format!(
+        "<body><div role=\"main\"><div class=\"layout-with-sidebar-right\">\
+         <div class=\"pane\"><h1>The post</h1><div class=\"post-body\">{}</div>\
+         <div class=\"comments\">{comments}</div></div></div></div></body>",
+        ARTICLE.repeat(4)
+    );
+    let out = md(&page);
+    assert!(out.contains("The article says"), "{out}");
+    assert!(!out.contains("Reader"), "{out}");
+}
+
+#[test]
+fn short_bylines_signatures_dialogs_and_responses_go() {
+    // A forum post's line "by ... »", its signature, a dialog the page
+    // shows when asked, and a thread of responses under a post; a long paragraph whose class names the
+    // author is prose and stays.
+    let responses: String = (0..3)
+        .map(|i| {
+            format!(
+                "<div class=\"response\"><p>Responder {i} answers the post at length, with \
+                 a comma, as readers do.</p></div>"
+            )
+        })
+        .collect();
+    let long = "A note from the author that runs long, in full sentences, about why the \
+                post was written, and for whom, and what came of it.";
+    let page = format!(
+        "<body><main><div class=\"post\"><p class=\"author\">by <b>someone</b> » Sat Jun 13, \
+         2026 9:10 am</p><div class=\"content\">{}</div><p class=\"author-note\">{long}</p>\
+         <div class=\"signature\">Ride safe, keep the rubber side down</div>\
+         <div class=\"modal fade\"><div class=\"modal-body\"><p>Your account is not approved \
+         yet, so request approval first.</p></div></div></div>\
+         <section class=\"responses\">{responses}</section></main></body>",
+        ARTICLE.repeat(4)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(out.contains("A note from the author"), "{out}");
+    for gone in ["someone", "Ride safe", "approved", "Responder"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+}
+
+#[test]
+fn an_article_split_around_an_advertisement_keeps_both_parts() {
+    // Each part in a wrapper of its own, an advertisement between; the
+    // second part scores most, the first joins it by its class's first
+    // word, and the card of the same wrapper's aside does not.
+    let part = |n: usize, paragraphs: usize| {
+        format!(
+            "<div class=\"story-wrap\"><div class=\"story-body story-body-{n}\">{}</div>\
+             <aside class=\"cards\"><p>Another story, with a summary, long enough to \
+             score.</p></aside></div>",
+            format!("<p>Part {n} of the story goes on, in words of its own, with a comma.</p>")
+                .repeat(paragraphs)
+        )
+    };
+    let page = format!(
+        "<body><main><article>{}<div class=\"ad\"><p>An advertisement, short.</p></div>{}\
+         </article></main></body>",
+        part(1, 3),
+        part(2, 8)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("Part 1 of the story"), "{out}");
+    assert!(out.ends_with("with a comma."), "{out}");
+    assert!(out.contains("Part 2"), "{out}");
+    assert!(
+        !out.contains("Another story") && !out.contains("advertisement"),
+        "{out}"
+    );
+}
