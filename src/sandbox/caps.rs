@@ -10,7 +10,10 @@
 //! Inside the call's user namespace (`namespace`) the process holds every
 //! capability of that namespace until this runs; an unprivileged process
 //! outside one has none to drop, and dropping the bounding set is then
-//! refused (EPERM), which is no failure.
+//! refused (EPERM), which is no failure. A process whose filter refuses
+//! every exec (our own tool that starts no process, the worker) keeps its
+//! bounding set: it bounds only what an exec gives, and with the other
+//! sets empty nothing can be raised within it (decision 135).
 
 /// The capability that allows dropping from the bounding set.
 const CAP_SETPCAP: u32 = 8;
@@ -32,8 +35,9 @@ struct Data {
     inheritable: u32,
 }
 
-/// Drops every capability of this process, for good.
-pub fn drop_all() -> Result<(), String> {
+/// Drops every capability of this process, for good; the bounding set
+/// too when `bounding` (the process may exec).
+pub fn drop_all(bounding: bool) -> Result<(), String> {
     // SAFETY: prctl calls that only lower this process's capability sets;
     // capset/capget are given valid header and data arrays of two entries.
     unsafe {
@@ -53,7 +57,7 @@ pub fn drop_all() -> Result<(), String> {
         }
         // The bounding set: one call per capability, until the kernel says
         // there is no such capability (EINVAL).
-        for cap in 0..64 {
+        for cap in (0..64).take_while(|_| bounding) {
             if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
                 let errno = *libc::__errno_location();
                 if errno == libc::EINVAL {
@@ -99,7 +103,7 @@ mod tests {
         // SAFETY: the child only calls drop_all, reads a file and exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            let ok = super::drop_all().is_ok()
+            let ok = super::drop_all(true).is_ok()
                 && std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
                     ["CapInh", "CapPrm", "CapEff", "CapAmb"].iter().all(|k| {
                         s.lines()

@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-use super::limits::Limits;
+use super::limits::{self, Limits};
 use super::{caps, landlock, namespace, scope, seccomp, Fence, Guard, Mode};
 use std::os::fd::AsRawFd;
 
@@ -498,11 +498,12 @@ impl Layers {
 }
 
 /// Builds the fence around this process; with `best_effort`, the parts the
-/// kernel lacks are skipped. In order: the call's namespace (its mounts
-/// need the namespace's capabilities), the limits (after the namespace, in
-/// which a process limit counts the call's own), Landlock, seccomp, every
-/// capability dropped, and last the scopes.
+/// kernel lacks are skipped. In order: the OOM score, the call's namespace
+/// (its mounts need the namespace's capabilities), the limits (after the
+/// namespace, in which a process limit counts the call's own), Landlock,
+/// seccomp, every capability dropped, and last the scopes.
 pub(super) fn build_fence(fence: &Fence, best_effort: bool, layers: Layers) -> Result<(), String> {
+    limits::first_in_line()?;
     if !fence.mode.confines() {
         // No namespace with the sandbox off: a process limit would count
         // every process of the user, so there is none.
@@ -521,7 +522,9 @@ pub(super) fn build_fence(fence: &Fence, best_effort: bool, layers: Layers) -> R
     if !best_effort || seccomp::available() || !layers.processes {
         seccomp::confine(fence.network, layers.processes)?;
     }
-    caps::drop_all()?;
+    // A process that may start none can exec nothing: its bounding set
+    // bounds nothing (decision 135).
+    caps::drop_all(layers.processes)?;
     if layers.scopes {
         if let Err(e) = landlock::scope() {
             if !best_effort {

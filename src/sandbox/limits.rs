@@ -73,7 +73,8 @@ impl Limits {
     /// Sets the limits on this process (and so on everything it starts).
     /// `counted`: this process is in a user namespace of its own, where a
     /// process limit counts the call's processes alone; without one it
-    /// would count all of the user's, and is not set.
+    /// would count all of the user's, and is not set. The OOM score is set
+    /// apart, before (`first_in_line`).
     pub fn apply(&self, counted: bool) -> Result<(), String> {
         // A process may not have more than the whole call: where there is
         // no scope, this is what bounds a call that starts no process.
@@ -90,13 +91,16 @@ impl Limits {
                 "limits.processes",
             )?;
         }
-        oom_score()
+        Ok(())
     }
 }
 
 /// Puts this process first in line for the OOM killer. Written before
-/// Landlock, which would refuse it (/proc is not a writable directory).
-fn oom_score() -> Result<(), String> {
+/// Landlock, which would refuse it (/proc is not a writable directory),
+/// and before the namespace's holder shares this process's memory: the
+/// kernel then sets the score of every process sharing it, and looks
+/// through every process of the machine to find them.
+pub fn first_in_line() -> Result<(), String> {
     // A non-dumpable process's /proc files belong to root, so an ordinary
     // user could not write its own: dumpable for this one write, before
     // any code of the tool runs.

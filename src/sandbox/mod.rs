@@ -399,9 +399,9 @@ impl Support {
             }
         );
         if self.root {
-            text += "  running as root: every capability is dropped in the tool (bounding, \
-                     permitted, effective, inheritable, ambient); it still runs as uid 0 \
-                     with the file access the fence allows\n";
+            text += "  running as root: every capability is dropped in the tool (permitted, \
+                     effective, inheritable, ambient, and bounding where it may exec); it \
+                     still runs as uid 0 with the file access the fence allows\n";
         }
         let list = |paths: &[PathBuf]| -> String {
             if paths.is_empty() {

@@ -162,8 +162,11 @@ const AND_K: u32 = libc::BPF_ALU | libc::BPF_AND | libc::BPF_K;
 const RET_K: u32 = libc::BPF_RET | libc::BPF_K;
 
 /// The socket families a call may make: Unix and netlink, and with the
-/// network, internet sockets.
-fn families(network: bool) -> &'static [u32] {
+/// network, internet sockets; a process that may start none and has no
+/// network (our own file tools) makes no Unix socket either, so that no
+/// socket bound outside needs covering for it (`namespace`).
+fn families(network: bool, unix: bool) -> &'static [u32] {
+    const NETLINK: &[u32] = &[libc::AF_NETLINK as u32];
     const LOCAL: &[u32] = &[libc::AF_UNIX as u32, libc::AF_NETLINK as u32];
     const ALL: &[u32] = &[
         libc::AF_UNIX as u32,
@@ -171,18 +174,26 @@ fn families(network: bool) -> &'static [u32] {
         libc::AF_INET as u32,
         libc::AF_INET6 as u32,
     ];
-    if network {
-        ALL
-    } else {
-        LOCAL
+    match (network, unix) {
+        (true, _) => ALL,
+        (false, true) => LOCAL,
+        (false, false) => NETLINK,
     }
+}
+
+/// Whether a process fenced so may make Unix sockets (and so reach the
+/// sockets bound outside the call): one that may start processes, or
+/// that has the network (the web tools: a resolver may ask a local
+/// daemon).
+pub fn unix_sockets(network: bool, processes: bool) -> bool {
+    network || processes
 }
 
 /// The filter program: for each entry point, a block that checks the
 /// architecture and, when it matches, decides; an unknown architecture is
 /// allowed (no other entry point exists on this processor).
-fn program(network: bool) -> Vec<libc::sock_filter> {
-    let allowed = families(network);
+fn program(network: bool, unix: bool) -> Vec<libc::sock_filter> {
+    let allowed = families(network, unix);
     let mut prog = Vec::new();
     for entry in ENTRIES {
         let mut block = vec![stmt(LD_W_ABS, NR)];
@@ -291,8 +302,9 @@ fn filter(network: bool, processes: bool) -> Result<Vec<libc::sock_filter>, Stri
             std::env::consts::ARCH
         ));
     }
+    let unix = unix_sockets(network, processes);
     if processes {
-        return Ok(program(network));
+        return Ok(program(network, unix));
     }
     let Some(entry) = &SPAWNING else {
         return Err(no_spawning_filter());
@@ -302,7 +314,7 @@ fn filter(network: bool, processes: bool) -> Result<Vec<libc::sock_filter>, Stri
     // jump to it goes on to the socket and ioctl checks.
     let mut prog = no_processes(entry);
     prog.pop();
-    prog.extend(program(network));
+    prog.extend(program(network, unix));
     Ok(prog)
 }
 
@@ -383,7 +395,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn refuses_sockets_and_terminal_injection_on_every_entry_point() {
-        let p = program(false);
+        let p = program(false, true);
         let (x64, i386) = (0xc000_003e, 0x4000_0003);
         let inet = libc::AF_INET as u32;
         let inet6 = libc::AF_INET6 as u32;
@@ -417,7 +429,7 @@ mod tests {
         assert_eq!(run(&p, i386, 41, inet), RET_ALLOW); // 41 is dup there
         assert_eq!(run(&p, 0x1234, 41, inet), RET_ALLOW);
         // With the network: internet sockets, still no packet sockets.
-        let p = program(true);
+        let p = program(true, true);
         assert_eq!(run(&p, x64, 41, inet), RET_ALLOW);
         assert_eq!(run(&p, x64, 41, inet6), RET_ALLOW);
         assert_eq!(run(&p, x64, 41, unix), RET_ALLOW);
@@ -465,7 +477,11 @@ mod tests {
         refuses_processes_allows_threads(&p);
         assert_eq!(run(&p, x64, 41, libc::AF_PACKET as u32), RET_EACCES);
         assert_eq!(run(&p, x64, 41, libc::AF_INET as u32), RET_EACCES);
-        assert_eq!(run(&p, x64, 41, libc::AF_UNIX as u32), RET_ALLOW);
+        // Without processes or the network, no Unix socket either: nothing
+        // bound outside can be reached (and none needs covering).
+        assert_eq!(run(&p, x64, 41, libc::AF_UNIX as u32), RET_EACCES);
+        assert_eq!(run(&p, x64, 41, libc::AF_NETLINK as u32), RET_ALLOW);
+        assert_eq!(run(&p, x64, 53, libc::AF_UNIX as u32), RET_ALLOW);
         assert_eq!(run(&p, x64, 16, TIOCSTI), RET_EPERM);
         assert_eq!(run(&p, x64, 16, 0x5401), RET_ALLOW);
         assert_eq!(run(&p, x64, 425, 0), RET_ENOSYS);
@@ -475,8 +491,9 @@ mod tests {
         assert_eq!(run(&p, 0x4000_0003, 359, libc::AF_UNIX as u32), RET_ENOSYS);
         let p = filter(true, false).unwrap();
         assert_eq!(run(&p, x64, 41, libc::AF_INET as u32), RET_ALLOW);
+        assert_eq!(run(&p, x64, 41, libc::AF_UNIX as u32), RET_ALLOW);
         assert_eq!(run(&p, x64, 57, 0), RET_EPERM);
-        assert_eq!(filter(true, true).unwrap().len(), program(true).len());
+        assert_eq!(filter(true, true).unwrap().len(), program(true, true).len());
     }
 
     #[test]

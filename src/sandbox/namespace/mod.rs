@@ -109,7 +109,8 @@ pub fn available() -> bool {
 /// made is also held by a process of its own ([`holder`], decision 108),
 /// so that its end is not in the exit of this process.
 pub fn enter(fence: &Fence, hold: bool, count: bool) -> Result<bool, String> {
-    let plan = Plan::of(fence);
+    let reach = crate::sandbox::seccomp::unix_sockets(fence.network, count);
+    let plan = Plan::of(fence, reach);
     // SAFETY: plain calls on this process.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     if plan == Plan::default() {
@@ -331,7 +332,10 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(fence: &Fence) -> Plan {
+    /// What to mount for `fence`; `sockets`: the process may make Unix
+    /// sockets (else its filter refuses them, and no socket bound outside
+    /// needs covering).
+    fn of(fence: &Fence, sockets: bool) -> Plan {
         let guard = &fence.guard;
         let mut plan = Plan::default();
         let writable: Vec<PathBuf> = match fence.mode {
@@ -395,7 +399,11 @@ impl Plan {
             .iter()
             .filter(|w| !SHARED_TEMP.iter().any(|t| Path::new(t) == w.as_path()))
             .collect();
-        for socket in sockets(&guard.socket_dirs) {
+        let bound = match sockets {
+            true => self::sockets(&guard.socket_dirs),
+            false => Vec::new(),
+        };
+        for socket in bound {
             let allowed = guard
                 .sockets
                 .iter()
@@ -582,7 +590,7 @@ fn git_paths(dir: &Path) -> Vec<PathBuf> {
 fn sockets(socket_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut candidates: Vec<PathBuf> = WELL_KNOWN_SOCKETS.iter().map(PathBuf::from).collect();
-    if let Ok(table) = std::fs::read("/proc/net/unix") {
+    if let Ok(table) = read_whole("/proc/net/unix") {
         // "Num RefCount Protocol Flags Type St Inode Path": the path is
         // what follows the seventh field; abstract names start with '@'.
         for line in table.split(|&b| b == b'\n').skip(1) {
@@ -612,6 +620,17 @@ fn sockets(socket_dirs: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// A /proc file whole, in as few reads as it takes: the kernel makes the
+/// socket table anew for each read, going through every socket of the
+/// namespace, and a read sized from an empty start (`fs::read`, whose
+/// first reads are tens of bytes) does that many times over.
+fn read_whole(path: &str) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut text = Vec::with_capacity(64 << 10);
+    std::fs::File::open(path)?.read_to_end(&mut text)?;
+    Ok(text)
 }
 
 fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
@@ -669,12 +688,12 @@ mod tests {
             limits: crate::sandbox::limits::Limits::default(),
             scope_bus: None,
         };
-        let plan = Plan::of(&fence);
+        let plan = Plan::of(&fence, true);
         assert_eq!(plan.hide_dirs, [home.join(".aws")]);
         // Hidden twice, veiled once and not covered whole.
         let mut twice = fence.clone();
         twice.guard.hide.push(home.join(".ssh"));
-        let twice = Plan::of(&twice);
+        let twice = Plan::of(&twice, true);
         assert_eq!(twice.veils.len(), 1);
         assert_eq!(twice.hide_dirs, [home.join(".aws")]);
         assert!(plan.hide_files.contains(&home.join(".netrc")));
@@ -707,24 +726,30 @@ mod tests {
         // workspace itself lies in a directory that is not writable.
         assert_eq!(plan.pinned, [ws.join(".git")]);
         // read-only mode has nothing writable to protect.
-        let ro = Plan::of(&Fence {
-            mode: Mode::ReadOnly,
-            ..fence.clone()
-        });
+        let ro = Plan::of(
+            &Fence {
+                mode: Mode::ReadOnly,
+                ..fence.clone()
+            },
+            true,
+        );
         assert!(ro.read_only.is_empty() && ro.pinned.is_empty());
         // With the home writable (the workspace is the home directory), a
         // secret directory that keeps readable entries is read-only whole,
         // and every directory above a guarded path is pinned up to the
         // first whose own directory is not writable.
         std::fs::create_dir_all(home.join(".config/ikigai")).unwrap();
-        let at_home = Plan::of(&Fence {
-            writable: vec![home.clone()],
-            guard: Guard {
-                protect: vec![home.join(".config/ikigai")],
-                ..fence.guard.clone()
+        let at_home = Plan::of(
+            &Fence {
+                writable: vec![home.clone()],
+                guard: Guard {
+                    protect: vec![home.join(".config/ikigai")],
+                    ..fence.guard.clone()
+                },
+                ..fence
             },
-            ..fence
-        });
+            true,
+        );
         assert_eq!(at_home.read_only, [home.join(".config/ikigai")]);
         assert!(at_home.veils[0].read_only);
         assert_eq!(at_home.pinned, [home.join(".config")]);
