@@ -179,10 +179,15 @@ pub fn is_paragraph(tag: Tag, name: &str, block_inside: bool) -> bool {
 /// (the Latin, Arabic, full-width, small and ideographic ones): a
 /// paragraph of Chinese or Japanese is prose by its commas as English is.
 pub fn commas(text: &str) -> usize {
-    // A plain count: most runs are short and ASCII, where memchr's setup
-    // and a walk over characters cost more.
-    let ascii = text.bytes().filter(|&b| b == b',').count();
-    if text.is_ascii() {
+    // One plain pass over the bytes, counting ASCII commas and noting any
+    // byte of a longer character: most runs are short and ASCII, where
+    // memchr's setup and a walk over characters cost more.
+    let (mut ascii, mut high) = (0, 0u8);
+    for &b in text.as_bytes() {
+        ascii += usize::from(b == b',');
+        high |= b;
+    }
+    if high < 0x80 {
         return ascii;
     }
     ascii
