@@ -56,7 +56,9 @@ fn parse(text: &str, file_name: &str) -> Result<Agent, String> {
     use super::{front, Origin};
     let (meta, body) = front::split(text).map_err(|e| e.to_string())?;
     Ok(from_doc(&Doc {
-        name: file_name.trim_end_matches(".md").to_string(),
+        name: file_name
+            .trim_end_matches(super::read::EXTENSION)
+            .to_string(),
         path: file_name.into(),
         origin: Origin::Personal,
         meta,
@@ -142,12 +144,13 @@ pub fn our_names(names: &[String]) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assistant::custom::read::file_name as md;
     use std::path::PathBuf;
 
     #[test]
     fn reads_claude_codes_agent_files_as_they_are_written() {
         let text = "---\nname: code-reviewer\ndescription: \"Reviews code; use after edits.\\nThorough.\"\ntools: Read, Grep, Glob, Edit\nmodel: inherit\n---\nYou review code.\n\nBe brief.\n";
-        let agent = parse(text, "a.md").unwrap();
+        let agent = parse(text, &md("a")).unwrap();
         assert_eq!(agent.name, "code-reviewer");
         assert_eq!(
             agent.description,
@@ -165,11 +168,11 @@ mod tests {
     #[test]
     fn lists_and_our_names_and_a_name_from_the_file() {
         let text = "---\ndescription: Finds things\ntools:\n  - grep\n  - 'glob'\nmodel: gpt-4.1-mini\n---\nFind.";
-        let agent = parse(text, "finder.md").unwrap();
+        let agent = parse(text, &md("finder")).unwrap();
         assert_eq!(agent.name, "finder");
         assert_eq!(agent.tools.unwrap(), ["grep", "glob"]);
         assert_eq!(agent.model.as_deref(), Some("gpt-4.1-mini"));
-        let inline = parse("---\nname: x\ntools: [bash, Read]\n---\n", "x.md").unwrap();
+        let inline = parse("---\nname: x\ntools: [bash, Read]\n---\n", &md("x")).unwrap();
         assert_eq!(inline.tools.unwrap(), ["bash", "file_read"]);
     }
 
@@ -182,11 +185,11 @@ mod tests {
             ("name: a b", "may hold only"),
         ] {
             let text = format!("---\n{line}\n---\nx");
-            let agent = parse(&text, "bad.md").unwrap();
+            let agent = parse(&text, &md("bad")).unwrap();
             let problem = agent.problem.unwrap();
             assert!(problem.contains(said), "{line}: {problem}");
         }
-        let err = parse("---\nname: x\n", "t.md").unwrap_err();
+        let err = parse("---\nname: x\n", &md("t")).unwrap_err();
         assert!(err.contains("never closed"), "{err}");
     }
 

@@ -346,7 +346,7 @@ mod tests {
                 Text(". Mail me@x.org; @@no; !`` stays")
             ]
         );
-        assert_eq!(pieces("@a.md"), [File("a.md")]);
+        assert_eq!(pieces("@notes.txt"), [File("notes.txt")]);
         assert_eq!(pieces("!`unclosed"), [Text("!`unclosed")]);
     }
 

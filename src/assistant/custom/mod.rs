@@ -72,11 +72,12 @@ impl Origin {
 /// The kinds of file this room finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// `NAME.md`, subfolders giving `DIR:NAME` (decision 84).
+    /// A Markdown file each, named by its file; subfolders give
+    /// `DIR:NAME` (docs/custom.md).
     Commands,
-    /// A folder holding `SKILL.md` (decision 85).
+    /// A folder each, holding the skill's Markdown file (docs/custom.md).
     Skills,
-    /// `NAME.md` (decision 86).
+    /// A Markdown file each, named by its file (docs/custom.md).
     Agents,
 }
 

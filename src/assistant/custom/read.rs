@@ -115,8 +115,18 @@ pub struct Found {
     pub name: String,
 }
 
-/// The `*.md` files of `folder`, walking `nested` levels of subfolders
-/// (`DIR/NAME.md` is `DIR:NAME`), sorted by name.
+/// The extension of the files commands and agents are written in.
+pub const EXTENSION: &str = ".md";
+
+/// A command's or agent's file name for `stem`.
+#[cfg(test)]
+pub fn file_name(stem: &str) -> String {
+    format!("{stem}{EXTENSION}")
+}
+
+/// The Markdown files of `folder`, walking `nested` levels of subfolders
+/// (a file in subfolder DIR is named `DIR:NAME`, docs/custom.md), sorted
+/// by name.
 pub fn markdown(
     folder: &Path,
     bounds: &Bounds<'_>,
@@ -153,7 +163,7 @@ fn walk(
             }
             continue;
         }
-        let Some(stem) = file_name.strip_suffix(".md") else {
+        let Some(stem) = file_name.strip_suffix(EXTENSION) else {
             continue;
         };
         if stem.is_empty() || stem.starts_with('.') {

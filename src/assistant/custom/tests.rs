@@ -1,6 +1,7 @@
 //! The loader against real folders: precedence, trust, nesting, and every
 //! file that must be passed over or cut.
 
+use super::read::file_name as md;
 use super::*;
 use std::os::unix::fs::symlink;
 
@@ -123,16 +124,16 @@ fn commands_nest_the_project_wins_and_both_are_known() {
 fn links_are_followed_only_within_the_folder_and_never_to_a_secret() {
     let w = World::new();
     let commands = w.project.join(".claude/commands");
-    w.write(&commands.join("real.md"), "real");
-    symlink(commands.join("real.md"), commands.join("alias.md")).unwrap();
-    w.write(&w.project.join("README.md"), "outside the folder");
-    symlink(w.project.join("README.md"), commands.join("out.md")).unwrap();
+    w.write(&commands.join(md("real")), "real");
+    symlink(commands.join(md("real")), commands.join(md("alias"))).unwrap();
+    w.write(&w.project.join(md("README")), "outside the folder");
+    symlink(w.project.join(md("README")), commands.join(md("out"))).unwrap();
     w.write(&w.home.join(".ssh/id_rsa"), "KEY");
     let personal = w.home.join(".claude/commands");
     std::fs::create_dir_all(&personal).unwrap();
-    symlink(w.home.join(".ssh/id_rsa"), personal.join("key.md")).unwrap();
+    symlink(w.home.join(".ssh/id_rsa"), personal.join(md("key"))).unwrap();
     symlink(w.home.join(".ssh"), personal.join("ssh")).unwrap();
-    symlink(commands.join("loop.md"), commands.join("loop.md")).unwrap();
+    symlink(commands.join(md("loop")), commands.join(md("loop"))).unwrap();
     let listing = list(Kind::Commands, &w.places(true));
     assert_eq!(
         names(&listing),
@@ -177,13 +178,13 @@ fn broken_front_matter_a_huge_body_and_odd_files_are_warnings() {
     let w = World::new();
     let dir = w.home.join(".config/ikigai/commands");
     w.write(
-        &dir.join("broken.md"),
+        &dir.join(md("broken")),
         "---\ndescription: \"open\n---\nbody",
     );
-    w.write(&dir.join("huge.md"), &"x".repeat(5 << 20));
-    std::fs::write(dir.join("binary.md"), b"\xff\xfe").unwrap();
-    std::fs::create_dir_all(dir.join("folder.md")).unwrap();
-    let fifo = dir.join("pipe.md");
+    w.write(&dir.join(md("huge")), &"x".repeat(5 << 20));
+    std::fs::write(dir.join(md("binary")), b"\xff\xfe").unwrap();
+    std::fs::create_dir_all(dir.join(md("folder"))).unwrap();
+    let fifo = dir.join(md("pipe"));
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
