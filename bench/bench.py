@@ -1527,7 +1527,21 @@ def bench_skills(t):
 # --- headless: `ikigai -p` in a script ----------------------------------------
 
 
-class FakeProvider:
+class LocalHttp:
+    """An HTTP server of ours on 127.0.0.1, on a free port, served from a
+    thread of its own: the fake model providers."""
+
+    def serve(self, handler):
+        import http.server
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+class FakeProvider(LocalHttp):
     """OpenAI Chat Completions on 127.0.0.1, streamed as OpenAI streams it: a
     request whose last message is not a tool result gets one file_read call,
     one that answers a call gets a short text. Stateless, so every run of
@@ -1571,12 +1585,7 @@ class FakeProvider:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
+        self.serve(Handler)
 
 
 def bench_headless(t):
@@ -1711,7 +1720,7 @@ ACP_ROUNDS = 40
 ACP_GAP_S = 0.05
 
 
-class FirstTokenProvider:
+class FirstTokenProvider(LocalHttp):
     """OpenAI Chat Completions on 127.0.0.1, streamed with chunked transfer:
     the headers, then one text token, flushed and its time taken, then after
     ACP_GAP_S the rest of the reply. `sent` holds each first token's time
@@ -1757,12 +1766,7 @@ class FirstTokenProvider:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
+        self.serve(Handler)
 
 
 def bench_acp(t):
