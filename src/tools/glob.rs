@@ -10,7 +10,7 @@
 //! sorted by the bytes of the printed path, one a line.
 //!
 //! Directories below `path` that cannot be read are skipped, as POSIX glob
-//! without `GLOB_ERR` (the spec's call) skips them. `path` itself is another
+//! without `GLOB_ERR` (docs/local-tools.md's call) skips them. `path` itself is another
 //! matter: when the directory the caller named cannot be read at all (missing,
 //! not a directory, no permission), nothing was searched, and "0 matches"
 //! would mislead the model into thinking the files are absent, so that is

@@ -1,7 +1,7 @@
 //! Installing: `symlinks.sh` (build, then `ikigai-tools install`) and
 //! `ikigai-tools install` itself lay the binary, a link per tool, `ikigai`,
 //! completions, man pages and a manifest, so the host finds every tool from
-//! its own location (spec README, decisions 11, 89); nothing that is not
+//! its own location (docs/decisions.md, decisions 11, 89); nothing that is not
 //! ours is replaced, and `--uninstall` takes away exactly what was laid.
 //! The completions are checked by the shells themselves and the man pages
 //! by groff and man, where they are installed (else the test says so).

@@ -1,4 +1,4 @@
-//! bash (local-tools.md, "Tool: bash"; spec README, decision 4).
+//! bash (docs/local-tools.md, "Tool: bash"; docs/decisions.md, decision 4).
 
 use serde_json::json;
 
@@ -39,7 +39,7 @@ fn not_found_is_127() {
     );
 }
 
-/// local-tools.md: "Empty command: shell error (exit code 127)".
+/// docs/local-tools.md: "Empty command: shell error (exit code 127)".
 #[test]
 fn empty_command_is_127() {
     for command in ["", "  \n\t"] {

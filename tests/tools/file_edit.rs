@@ -1,4 +1,4 @@
-//! file_edit (local-tools.md, "Tool: file-edit"; spec README, decisions 5,
+//! file_edit (docs/local-tools.md, "Tool: file-edit"; docs/decisions.md, decisions 5,
 //! 7 and 17): exact byte matches, uniqueness, replace_all, every INVALID_ARG
 //! case, untouched bytes kept exactly, near-miss hints, and the atomic write.
 

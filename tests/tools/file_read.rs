@@ -1,4 +1,4 @@
-//! file_read (local-tools.md, "Tool: file-read"; spec README, decision 5):
+//! file_read (docs/local-tools.md, "Tool: file-read"; docs/decisions.md, decision 5):
 //! whole files, line ranges, bytes that are not UTF-8, and every error code,
 //! including files that cannot be sought or sized, which must answer at once.
 

@@ -1,4 +1,4 @@
-//! file_write (local-tools.md, "Tool: file-write"; spec README, decisions 7
+//! file_write (docs/local-tools.md, "Tool: file-write"; docs/decisions.md, decisions 7
 //! and 17): content written atomically, modes and symbolic links kept, no
 //! temporary file left behind, and every error code.
 

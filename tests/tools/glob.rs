@@ -1,4 +1,4 @@
-//! glob (local-tools.md, "Tool: glob"; spec README, decisions 6 and 16),
+//! glob (docs/local-tools.md, "Tool: glob"; docs/decisions.md, decisions 6 and 16),
 //! run as users and hosts run it, on trees made for each test.
 
 use std::fs;

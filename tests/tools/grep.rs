@@ -1,4 +1,4 @@
-//! grep (local-tools.md, "Tool: grep"; spec README, decisions 5, 6 and 16),
+//! grep (docs/local-tools.md, "Tool: grep"; docs/decisions.md, decisions 5, 6 and 16),
 //! run as users and hosts run it, on trees made for each test.
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! The local tools under pressure (spec README, decisions 32 and 33): writes
+//! The local tools under pressure (docs/decisions.md, decisions 32 and 33): writes
 //! killed at random instants, many edits of one file at once, memory and
 //! output bounded whatever the input, lines longer than grep holds, paths
 //! longer than PATH_MAX.

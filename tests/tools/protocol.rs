@@ -1,5 +1,5 @@
 //! What every tool shares: both protocols, schema output, bad input
-//! (spec README, decisions 1-3), and a closed stdout.
+//! (docs/decisions.md, decisions 1-3), and a closed stdout.
 
 use serde_json::{json, Value};
 

@@ -190,7 +190,7 @@ fn missing_key_is_auth_missing_with_the_config_required_event() {
             json!({"success": false, "error": AUTH_MISSING, "error_code": "AUTH_MISSING"})
                 .to_string()
         );
-        // Exactly one line on stderr: the event, as web-tools.md shows it.
+        // Exactly one line on stderr: the event, as docs/protocols.md shows it.
         assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
         let event: Value = serde_json::from_str(&out.stderr).unwrap();
         let expected = json!({

@@ -493,7 +493,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The temporary file could not be created in the target's directory.
 fn create_error(err: &io::Error, shown: &str, target_exists: bool) -> ToolError {
     match err.raw_os_error() {
-        // The parent directory is missing or is not a directory: the spec's
+        // The parent directory is missing or is not a directory: docs/local-tools.md's
         // "Cannot open file: /nonexistent/dir/file.txt".
         Some(libc::ENOENT) | Some(libc::ENOTDIR) => super::cannot_open(shown, None),
         Some(libc::EACCES) | Some(libc::EPERM) if target_exists => ToolError::new(

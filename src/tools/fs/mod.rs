@@ -1,6 +1,6 @@
 //! What the three file tools share (decisions 7 and 17): checking the `file_path` argument,
 //! following a symbolic link to the file it finally names, opening an
-//! existing target for writing only when it is a regular file, and the spec's
+//! existing target for writing only when it is a regular file, and docs/local-tools.md's
 //! messages for each failure. [`atomic`] holds the all-or-nothing replacement
 //! that file_write and file_edit both use.
 //!
@@ -94,7 +94,7 @@ pub fn kind_of(file_type: FileType) -> &'static str {
     }
 }
 
-/// OPEN_FAILED, the spec's "Cannot open file: PATH", with the reason when
+/// OPEN_FAILED, docs/local-tools.md's "Cannot open file: PATH", with the reason when
 /// there is one the model can act on.
 pub fn cannot_open(path: &str, why: Option<&str>) -> ToolError {
     let message = match why {
@@ -115,7 +115,7 @@ pub fn not_a_file(path: &str, file_type: FileType) -> ToolError {
     cannot_open(path, Some(&why))
 }
 
-/// An open(2) or stat(2) failure in the spec's terms: FILE_NOT_FOUND,
+/// An open(2) or stat(2) failure in docs/local-tools.md's terms: FILE_NOT_FOUND,
 /// PERMISSION_DENIED, or OPEN_FAILED (saying so when the path is a directory).
 pub fn open_error(err: &io::Error, path: &str) -> ToolError {
     if err.raw_os_error() == Some(libc::EISDIR) {

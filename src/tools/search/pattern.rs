@@ -96,7 +96,7 @@ impl NameMatcher {
 }
 
 impl Pattern {
-    /// Compiles `pattern` relative to `path` (the spec's `path/pattern`).
+    /// Compiles `pattern` relative to `path` (docs/local-tools.md's `path/pattern`).
     /// `path` is a directory name taken literally, never a pattern; an
     /// absolute `pattern` ignores it. `Ok(None)`: the pattern is empty and
     /// matches nothing, as POSIX glob of `""` does.

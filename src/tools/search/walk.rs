@@ -16,7 +16,7 @@
 //! directory with many matches hands most of them back to the shared stack
 //! in chunks, so one huge directory still keeps every thread busy.
 //!
-//! Unreadable directories and entries that vanish are skipped: the spec's
+//! Unreadable directories and entries that vanish are skipped: docs/local-tools.md's
 //! glob runs without `GLOB_ERR`, and grep ignores what it cannot read.
 
 use std::fs;

@@ -76,7 +76,7 @@ fn html_becomes_markdown_with_title_and_no_hidden_text() {
     }
     assert!(!content.contains("\n\n\n"));
     assert!(content.lines().all(|l| l == l.trim_end()));
-    // The spec's fields, in the spec's order.
+    // The documented fields, in their order (docs/web-fetch.md).
     let keys: Vec<&String> = answer.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["success", "url", "title", "content"]);
     assert_eq!(answer["url"], url);
