@@ -516,6 +516,23 @@ mod tests {
     use std::io::Write;
     use std::os::unix::fs::{symlink, PermissionsExt};
 
+    #[test]
+    fn a_full_disk_is_said_in_plain_words_naming_the_directory() {
+        let (dir, file) = (Path::new("/d/sessions"), Path::new("/d/sessions/s.jsonl"));
+        let full = plain(io::Error::from_raw_os_error(libc::ENOSPC), dir, file).to_string();
+        assert_eq!(
+            full,
+            "the disk that holds /d/sessions is full: /d/sessions/s.jsonl could not be written"
+        );
+        let quota = plain(io::Error::from_raw_os_error(libc::EDQUOT), dir, file).to_string();
+        assert!(
+            quota.starts_with("the disk quota for /d/sessions is used up"),
+            "{quota}"
+        );
+        let other = plain(io::Error::from_raw_os_error(libc::EIO), dir, file).to_string();
+        assert!(other.starts_with("/d/sessions/s.jsonl: "), "{other}");
+    }
+
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
     }

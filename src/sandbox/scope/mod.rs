@@ -502,6 +502,11 @@ mod tests {
         );
         assert!(marked(b"an ordinary error\n").is_none());
         assert!(marked(format!("{MARK} (other): x\n").as_bytes()).is_none());
+        // Bytes that are not UTF-8 before the line do not hide it.
+        let mut binary = b"\xff\xfe half a character\xe2".to_vec();
+        binary.extend_from_slice(mark(&Reached::Memory, 1 << 30, 8).as_bytes());
+        let found = marked(&binary).unwrap();
+        assert_eq!(found.before, b"\xff\xfe half a character\xe2");
         assert!(marked(b"").is_none());
     }
 
