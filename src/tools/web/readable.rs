@@ -12,8 +12,9 @@
 //!   `<nav>`, `<footer>`, `<aside>`, and author boxes, bylines, newsletter
 //!   and "read more" blocks whatever else they name (`names::BOXES`), are not
 //!   scored and not kept.
-//! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, and a `div`
-//!   with no block inside) of 25 bytes of text or more scores `1 + its
+//! - Every paragraph (`p`, `pre`, `td`, `section`, `h2`-`h6`, a `div`
+//!   with no block inside, and a run of text written straight into a
+//!   `div` between its blocks) of 25 bytes of text or more scores `1 + its
 //!   commas + one per 100 bytes (at most 3)`, given to its parent whole,
 //!   its grandparent half, and three more ancestors a third of it per
 //!   level. An ancestor starts from its kind (`div` 5, `pre`, `td` and
@@ -40,7 +41,7 @@
 //!
 //! An article shorter than `MIN_ARTICLE` bytes is kept only when it
 //! clearly wins (`Article::clear`, and `survey` checks its share of the
-//! scored text); commas and full stops are those of every script.
+//! scored prose); commas and full stops are those of every script.
 
 use super::names::{self, BOXES, BYLINE, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
 use super::tags::Tag;
@@ -48,6 +49,10 @@ use super::tokenizer::attr;
 
 /// The least text, in bytes, that a chosen article must hold.
 pub const MIN_ARTICLE: usize = 500;
+
+/// A paragraph over this many bytes is prose, not a caption, a headline
+/// or a teaser.
+pub const PROSE: usize = 80;
 
 const UNLIKELY_ROLES: [&str; 7] = [
     "menu",
@@ -398,8 +403,8 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Arti
             continue;
         }
         let density = p.link_text as f32 / p.text.max(1) as f32;
-        let prose = (p.text > 80 && density < 0.25)
-            || (p.text > 0 && p.text <= 80 && p.link_text == 0 && p.sentence);
+        let prose = (p.text > PROSE && density < 0.25)
+            || (p.text > 0 && p.text <= PROSE && p.link_text == 0 && p.sentence);
         if prose {
             parts.push(Part::of(p.ordinal, p.end, p.text, p.link_text));
         }

@@ -132,6 +132,18 @@ struct Counted<'a> {
     row_cells: usize,
     columns: usize,
     nested: bool,
+    /// A `div`'s text outside its blocks since its last block: Readability
+    /// wraps such a run in a paragraph of its own.
+    run: Run,
+}
+
+/// Text read directly in a `div` (or in the inline elements inside it).
+#[derive(Debug, Default, Clone, Copy)]
+struct Run {
+    /// The start tag the run began after.
+    start: usize,
+    text: usize,
+    commas: usize,
 }
 
 impl Element for Counted<'_> {
@@ -252,6 +264,9 @@ struct Pass<'a> {
     unlikely: usize,
     in_heading: usize,
     in_list: usize,
+    /// The stack index of the `div` whose run the text being read joins:
+    /// no block is open inside it.
+    run_owner: Option<usize>,
     /// The last text read ends with a full stop (for a paragraph's).
     sentence: bool,
     /// What a page without a main element needs (`readable`).
@@ -264,6 +279,7 @@ struct Pass<'a> {
     lists: Vec<Span>,
     /// The paragraphs that scored, and those inside boxes.
     scored: Vec<Scored>,
+    scored_sums: Vec<usize>,
     boxed: Vec<Scored>,
 }
 
@@ -278,6 +294,13 @@ impl<'a> Pass<'a> {
         if let Some(parent) = self.stack.last_mut() {
             parent.children += 1;
             parent.block_inside |= tag.is_block();
+        }
+        // A block ends the run of the div it opens in.
+        if tag.is_block() {
+            if let Some(owner) = self.run_owner {
+                self.stack[owner].block_inside = true;
+                self.end_run(owner);
+            }
         }
         match tag {
             Tag::P => self.totals.paragraphs += 1,
@@ -340,7 +363,63 @@ impl<'a> Pass<'a> {
             row_cells: 0,
             columns: 0,
             nested: false,
+            run: Run::default(),
         });
+        if tag == Tag::Block && name.eq_ignore_ascii_case("div") {
+            self.run_owner = Some(index);
+        } else if tag.is_block() {
+            self.run_owner = None;
+        }
+    }
+
+    /// A div's run of text, ended by a block or the div's end, scores as
+    /// the paragraph Readability makes of it, given to the div.
+    fn end_run(&mut self, owner: usize) {
+        let run = std::mem::take(&mut self.stack[owner].run);
+        if run.text < 25 {
+            return;
+        }
+        self.totals.paragraphs += 1;
+        let span = Span {
+            start: run.start,
+            end: run.start,
+            text: run.text,
+            link_text: 0,
+        };
+        let score = readable::paragraph_score(run.text, run.commas);
+        self.give(owner + 1, &span, score);
+    }
+
+    /// A paragraph's score, given to the open elements below `depth`:
+    /// the innermost whole, and so on up (`readable::share`).
+    fn give(&mut self, depth: usize, span: &Span, score: f32) {
+        let strict = self.unlikely == 0;
+        let paragraph = Scored::of(span);
+        if strict {
+            self.scored.push(paragraph);
+        } else {
+            self.boxed.push(paragraph);
+        }
+        for (level, ancestor) in self.stack[..depth].iter_mut().rev().enumerate() {
+            if level < 5 {
+                let base = match (ancestor.score, ancestor.loose) {
+                    (Some(_), Some(_)) => 0.0,
+                    _ => {
+                        readable::base_score(ancestor.tag, ancestor.name)
+                            + readable::class_weight(ancestor.attrs)
+                    }
+                };
+                let share = readable::share(score, level);
+                if strict {
+                    *ancestor.score.get_or_insert(base) += share;
+                }
+                *ancestor.loose.get_or_insert(base) += share;
+            } else if ancestor.tracked {
+                // So are the ones around it.
+                break;
+            }
+            ancestor.tracked = true;
+        }
     }
 
     fn text(&mut self, text: &str) {
@@ -350,7 +429,16 @@ impl<'a> Pass<'a> {
             return;
         }
         self.totals.text += n;
-        self.totals.commas += readable::commas(text);
+        let commas = readable::commas(text);
+        self.totals.commas += commas;
+        if let Some(owner) = self.run_owner {
+            let run = &mut self.stack[owner].run;
+            if run.text == 0 {
+                run.start = self.ordinal;
+            }
+            run.text += n;
+            run.commas += commas;
+        }
         self.sentence = readable::ends_sentence(text);
         if self.in_link > 0 {
             self.totals.link_text += n;
@@ -365,7 +453,18 @@ impl<'a> Pass<'a> {
 
     fn pop_to(&mut self, len: usize) {
         while self.stack.len() > len {
+            let top = self.stack.len() - 1;
+            if self.run_owner == Some(top) && self.stack[top].block_inside {
+                self.end_run(top);
+            }
             let open = self.stack.pop().expect("longer than len");
+            // Text after a block is its parent's, a div's run again.
+            if open.tag.is_block() || self.run_owner == Some(top) {
+                self.run_owner = self.stack.last().and_then(|p| {
+                    (p.tag == Tag::Block && p.name.eq_ignore_ascii_case("div"))
+                        .then_some(self.stack.len() - 1)
+                });
+            }
             self.counts.pop(open.tag);
             if open.link {
                 self.in_link -= 1;
@@ -421,33 +520,7 @@ impl<'a> Pass<'a> {
         if span.text >= 25 && readable::is_paragraph(open.tag, open.name, open.block_inside) {
             let commas = self.totals.commas - open.at_start.commas;
             let score = readable::paragraph_score(span.text, commas);
-            let strict = self.unlikely == 0;
-            let paragraph = Scored::of(&span);
-            if strict {
-                self.scored.push(paragraph);
-            } else {
-                self.boxed.push(paragraph);
-            }
-            for (level, ancestor) in self.stack.iter_mut().rev().enumerate() {
-                if level < 5 {
-                    let base = match (ancestor.score, ancestor.loose) {
-                        (Some(_), Some(_)) => 0.0,
-                        _ => {
-                            readable::base_score(ancestor.tag, ancestor.name)
-                                + readable::class_weight(ancestor.attrs)
-                        }
-                    };
-                    let share = readable::share(score, level);
-                    if strict {
-                        *ancestor.score.get_or_insert(base) += share;
-                    }
-                    *ancestor.loose.get_or_insert(base) += share;
-                } else if ancestor.tracked {
-                    // So are the ones around it.
-                    break;
-                }
-                ancestor.tracked = true;
-            }
+            self.give(self.stack.len(), &span, score);
         }
         if open.tracked {
             self.candidates.push(Candidate {
@@ -524,18 +597,19 @@ impl<'a> Pass<'a> {
             .filter(|d| d.other_text() * 2 <= other)
             .copied()
             .collect();
-        self.outermost(scope, dense, text)
+        self.outermost(scope, dense, text, &|_, d| d.text)
     }
 
     /// The outermost of `blocks` inside `scope` and outside every data
     /// table, as start tags; None when what would remain of the scope's
-    /// `text` is under a quarter of it: then the blocks are the page (a
-    /// sitemap, a directory), not boxes in it.
+    /// `total` (as `weigh` counts it) is under a quarter of it: then the
+    /// blocks are the page (a sitemap, a directory), not boxes in it.
     fn outermost(
         &mut self,
         scope: &[Span],
         mut blocks: Vec<Span>,
-        text: usize,
+        total: usize,
+        weigh: &dyn Fn(&Self, &Span) -> usize,
     ) -> Option<Vec<usize>> {
         // Data tables hold no table, so they never nest: sorted by start,
         // the one that could hold a block is the last to start before it.
@@ -553,11 +627,23 @@ impl<'a> Pass<'a> {
                 outermost.push(d);
             }
         }
-        let gone: usize = outermost.iter().map(|d| d.text).sum();
-        if (text - gone.min(text)) * 4 < text {
+        let gone: usize = outermost.iter().map(|d| weigh(self, d)).sum();
+        if (total - gone.min(total)) * 4 < total {
             return None;
         }
         Some(outermost.iter().map(|d| d.start).collect())
+    }
+
+    /// The text of the paragraphs that scored inside `span` (`scored` in
+    /// document order, `scored_sums` its running totals).
+    fn scored_in(&self, span: &Span) -> usize {
+        let from = self
+            .scored
+            .partition_point(|p| (p.start as usize) < span.start);
+        let to = self
+            .scored
+            .partition_point(|p| (p.start as usize) <= span.end);
+        self.scored_sums[to] - self.scored_sums[from]
     }
 
     /// What of `scope` (the main element, or the whole page) is kept:
@@ -565,10 +651,8 @@ impl<'a> Pass<'a> {
     /// `main`) and of the blocks left out inside them (decision 90).
     fn extract(&mut self, scope: Span, main: Option<usize>) -> (Vec<usize>, Vec<usize>) {
         let whole = |dropped| (main.into_iter().collect(), dropped);
-        // A page of links (a sitemap, a link directory) is its links.
-        let Some(link_boxes) = self.link_boxes(&[scope]) else {
-            return whole(Vec::new());
-        };
+        // None: a page of links, if no article is found in it.
+        let link_boxes = self.link_boxes(&[scope]);
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.retain(|c| scope.holds_tags(c.ordinal, c.end));
         // Closed innermost first: in document order for the lookups.
@@ -589,27 +673,27 @@ impl<'a> Pass<'a> {
                 self.scored.append(&mut self.boxed);
                 match readable::choose(&candidates, &paragraphs) {
                     Some(article) => article,
-                    None => return whole(link_boxes),
+                    None => return whole(link_boxes.unwrap_or_default()),
                 }
             }
         };
+        self.scored.sort_unstable_by_key(|p| p.start);
+        self.scored_sums = std::iter::once(0)
+            .chain(self.scored.iter().scan(0, |sum, p| {
+                *sum += p.text as usize;
+                Some(*sum)
+            }))
+            .collect();
         let text = article.text();
-        // A list longer than the article is what the page is.
-        let list = self
-            .lists
-            .iter()
-            .any(|l| scope.holds(l) && l.text > text && !l.inside(&article.parts));
-        if list {
-            return whole(link_boxes);
-        }
-        // A short article must win clearly: nothing outside it weighs half
-        // as much, and it holds most of the text of the paragraphs that
-        // scored (a lone short paragraph beside headings, lists and code
-        // is not the page's article).
+        // An article clearly wins when nothing outside it weighs half as
+        // much and it holds most of the text of the paragraphs of prose
+        // that scored (a lone paragraph beside headings, lists and code is
+        // not the page's article; a story among a news site's headlines
+        // is).
         let scored = |inside: &dyn Fn(usize) -> bool| -> usize {
             self.scored
                 .iter()
-                .filter(|p| inside(p.start as usize))
+                .filter(|p| p.text as usize > readable::PROSE && inside(p.start as usize))
                 .map(|p| p.text as usize)
                 .sum()
         };
@@ -621,7 +705,20 @@ impl<'a> Pass<'a> {
                 .any(|p| p.start <= start && start <= p.end)
         });
         let clear = article.clear && held * 2 > all;
+        // Unless it does, a list longer than the article is what the page
+        // is; and unless it is long or clearly wins, so are the links of a
+        // page made of them (a sitemap, a link directory).
+        let list = self
+            .lists
+            .iter()
+            .any(|l| scope.holds(l) && l.text > text && !l.inside(&article.parts));
+        if !clear && list {
+            return whole(link_boxes.unwrap_or_default());
+        }
         let widened = text < readable::MIN_ARTICLE && !clear;
+        if link_boxes.is_none() && widened {
+            return whole(Vec::new());
+        }
         let parts: Vec<Span> = if widened {
             vec![scope]
         } else {
@@ -639,13 +736,16 @@ impl<'a> Pass<'a> {
         // A block holding most of the article's own words is the article,
         // whatever its class or counts say: the blocks inside it are
         // looked at instead.
-        let text: usize = parts.iter().map(|s| s.text).sum();
         let other: usize = parts.iter().map(|s| s.other_text()).sum();
         let mut blocks = std::mem::take(&mut self.boxes);
         blocks.append(&mut self.cleaned);
         blocks.extend(self.dense.iter().copied());
         blocks.retain(|b| b.other_text() * 2 <= other);
-        let dropped = match self.outermost(&parts, blocks, text) {
+        // What would be left out is weighed by the article's own words,
+        // the paragraphs that scored: a comment thread three times as long
+        // as the post it follows still goes.
+        let held: usize = parts.iter().map(|p| self.scored_in(p)).sum();
+        let dropped = match self.outermost(&parts, blocks, held, &|pass, d| pass.scored_in(d)) {
             Some(dropped) => dropped,
             None => self.link_boxes(&parts).unwrap_or_default(),
         };
@@ -723,6 +823,12 @@ impl Survey {
             .into_iter()
             .find(|&i| pass.watched[i].is_some() && pass.watched[i] == main)
             .and_then(|i| spans[i]);
+        // A main element without text (an `<article>` of metadata in the
+        // head) marks nothing: the article is looked for in the page.
+        let (main, scope) = match scope {
+            Some(span) if span.text == 0 => (None, None),
+            _ => (main, scope),
+        };
         let whole = Span {
             start: 0,
             end: usize::MAX,

@@ -269,3 +269,100 @@ fn an_article_split_around_an_advertisement_keeps_both_parts() {
         "{out}"
     );
 }
+
+/// A news site's page around `story`: a menu of `links` links, fifteen
+/// headlines (each its own short paragraph), and the menu again.
+fn news_site(story: &str, links: usize) -> String {
+    let menu: String = (0..links)
+        .map(|i| format!("<li><a href=\"/section/{i}\">Section number {i}</a></li>"))
+        .collect();
+    let headlines: String = (0..15)
+        .map(|i| {
+            format!(
+                "<div class=\"box\"><div class=\"teaser\"><p>Headline {i} about something, \
+                 with a comma.</p></div></div>"
+            )
+        })
+        .collect();
+    format!(
+        "<body><div class=\"top\"><ul>{menu}</ul></div><div class=\"page\">{story}</div>{headlines}<div class=\"bottom\"><ul>{menu}</ul></div></body>"
+    )
+}
+
+#[test]
+fn text_written_straight_into_a_div_beside_blocks_scores_as_paragraphs() {
+    // The story's sentences sit in the div itself, split by empty divs
+    // standing in for line breaks: Readability wraps each run in a
+    // paragraph, and so it scores.
+    let story = "<div class=\"body\">The son of a former president was stabbed to death on \
+                 Tuesday, and another man was hurt trying to stop the attacker, the police \
+                 said.<div class=\"br\"></div>The attack came during a talk he gave at the \
+                 clinic where he worked, in the west of the city.<div class=\"br\"></div>\
+                 A man of 57 was arrested.</div>";
+    let out = md(&news_site(story, 40));
+    assert!(out.starts_with("The son of a former"), "{out}");
+    assert!(out.ends_with("A man of 57 was arrested."), "{out}");
+    assert!(
+        !out.contains("Section") && !out.contains("Headline"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_short_story_among_headlines_still_clearly_wins() {
+    // The headlines score, but they are not prose (80 bytes or less): the
+    // story under 500 bytes holds the text of the prose that scored.
+    let story = format!("<div class=\"story\">{ARTICLE}{ARTICLE}</div>");
+    let out = md(&news_site(&story, 40));
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(
+        !out.contains("Section") && !out.contains("Headline"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_long_article_is_the_article_on_a_page_made_mostly_of_links() {
+    // Three quarters of the page is link boxes, yet the article found is
+    // long: it is not a sitemap.
+    let story = format!("<div class=\"story\">{}</div>", ARTICLE.repeat(4));
+    let out = md(&news_site(&story, 200));
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(!out.contains("Section"), "{out}");
+}
+
+#[test]
+fn a_main_element_without_text_marks_nothing() {
+    // An `<article>` of metadata only: the article is looked for in the page.
+    let page = format!(
+        "<head><article><meta itemprop=\"headline\" content=\"x\"></article></head>{}",
+        news_site(
+            &format!("<div class=\"story\">{}</div>", ARTICLE.repeat(3)),
+            40
+        )
+    );
+    let out = md(&page);
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(!out.contains("Section"), "{out}");
+}
+
+#[test]
+fn a_comment_thread_longer_than_the_post_still_goes() {
+    // What is left out is weighed by the post's own paragraphs: comments
+    // three times as long as the post do not make the post the boxes.
+    let comments: String = (0..12)
+        .map(|i| {
+            format!(
+                "<li class=\"comment\"><p>Reader {i} writes a long comment, prose with commas, \
+                 that goes on and on, as comments on an open thread do, at length.</p></li>"
+            )
+        })
+        .collect();
+    let page = format!(
+        "<body><div class=\"post\"><h1>Open thread</h1>{ARTICLE}\
+         <div id=\"comments\" class=\"comments-area\"><ol>{comments}</ol></div></div></body>"
+    );
+    let out = md(&page);
+    assert!(out.contains("The article says"), "{out}");
+    assert!(!out.contains("Reader"), "{out}");
+}
