@@ -29,6 +29,8 @@ pub const NEGATIVE: u8 = 8;
 pub const BOXES: u8 = 16;
 /// Readability's `byline`: names the author's line, left out when short.
 pub const BYLINE: u8 = 32;
+/// A picture's caption or credit, left out when short (decision 147).
+pub const CAPTION: u8 = 64;
 
 const FRAGMENTS: &[(&str, u8)] = &[
     ("-ad-", UNLIKELY | NEGATIVE),
@@ -124,6 +126,8 @@ const FRAGMENTS: &[(&str, u8)] = &[
     ("responses", BOXES),
     ("signature", BOXES),
     ("modal", BOXES),
+    ("caption", CAPTION),
+    ("credit", CAPTION),
 ];
 
 /// A fragment's bytes and the sets it stands for.
@@ -243,6 +247,8 @@ mod tests {
         assert_eq!(sets("responsive-image") & BOXES, 0);
         assert_eq!(sets("col-lg-12 modal fade") & BOXES, BOXES);
         assert_eq!(sets("post-author"), POSITIVE | BYLINE);
+        assert_eq!(sets("wp-caption-text"), POSITIVE | CAPTION);
+        assert_eq!(sets("photo-credit") & CAPTION, CAPTION);
         assert_eq!(sets(""), 0);
         assert_eq!(sets("ÉTÉ"), 0);
     }

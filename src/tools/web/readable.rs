@@ -31,7 +31,7 @@
 //!   around an advertisement).
 //! - Inside, as Readability cleans an article: footers, asides and other
 //!   embeds than video are left out; headings `h1` and `h2` whose class
-//!   names a box; small share bars; and forms, tables that are not data,
+//!   names a box; small share bars; pictures' captions and credits; and forms, tables that are not data,
 //!   lists and `div`s with fewer than 10 commas whose class names a box,
 //!   or whose text is mostly links (a fifth, or half when the class names
 //!   content), or that hold more inputs than a third of their paragraphs,
@@ -43,7 +43,7 @@
 //! clearly wins (`Article::clear`, and `survey` checks its share of the
 //! scored prose); commas and full stops are those of every script.
 
-use super::names::{self, BOXES, BYLINE, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
+use super::names::{self, BOXES, BYLINE, CAPTION, MAYBE, NEGATIVE, POSITIVE, UNLIKELY};
 use super::tags::Tag;
 use super::tokenizer::attr;
 
@@ -135,6 +135,19 @@ pub fn is_byline(attrs: &str) -> bool {
         && (named(attrs) & BYLINE != 0
             || attr(attrs, "rel").is_some_and(|r| r.trim().eq_ignore_ascii_case("author"))
             || attr(attrs, "itemprop").is_some_and(|p| p.contains("author")))
+}
+
+/// The most text, in bytes, of a caption or credit named by its class
+/// or id that is left out.
+pub const MAX_CAPTION: usize = 300;
+
+/// Is the element a picture's caption or credit: a `figcaption`, or a
+/// class or id naming a `caption` or a `credit` (under `MAX_CAPTION`
+/// bytes; `text`: its text)? Readers keep the words of the article, not
+/// what is said of its pictures (decision 147).
+pub fn is_caption(name: &str, attrs: &str, text: usize) -> bool {
+    name.eq_ignore_ascii_case("figcaption")
+        || (text < MAX_CAPTION && !attrs.is_empty() && named(attrs) & CAPTION != 0)
 }
 
 /// Does the class or id name a share bar?

@@ -564,6 +564,7 @@ impl<'a> Pass<'a> {
             Tag::Iframe | Tag::Object => !readable::is_video(open.attrs),
             Tag::Heading(1 | 2) => readable::class_weight(open.attrs) < 0.0,
             Tag::Block if is("footer") || is("aside") => true,
+            _ if readable::is_caption(open.name, open.attrs, span.text) => true,
             _ if span.text < 500
                 && memmem::find(open.attrs.as_bytes(), b"share").is_some()
                 && readable::is_share(open.attrs) =>

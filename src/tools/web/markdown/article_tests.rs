@@ -366,3 +366,33 @@ fn a_comment_thread_longer_than_the_post_still_goes() {
     assert!(out.contains("The article says"), "{out}");
     assert!(!out.contains("Reader"), "{out}");
 }
+
+#[test]
+fn pictures_captions_and_credits_go_with_what_the_article_says_kept() {
+    // A figure's caption, a caption named by its class and a photo credit
+    // go; a long block whose class happens to say `caption` stays.
+    let long = "A block named like a caption but holding a paragraph of the article: \
+                it goes on, with commas, well past what any caption of a picture says, \
+                and so it is read as the article's own words, which it is, all of them, \
+                from the first to the last, however it is named by the page that holds \
+                it, and whatever its class says about it.";
+    assert!(long.len() >= super::super::readable::MAX_CAPTION);
+    let page = format!(
+        "<body><main>{}<figure><img src=\"/a.jpg\" alt=\"A harbour\">\
+         <figcaption>Boats in the harbour at dawn, seen from the pier.</figcaption></figure>\
+         <p class=\"wp-caption-text\">The pier, rebuilt in 1990.</p>\
+         <span class=\"photo-credit\">Photo: Jane Doe / Agency</span>\
+         <div class=\"caption-like\"><p>{long}</p></div>{}</main></body>",
+        ARTICLE.repeat(3),
+        ARTICLE
+    );
+    let out = md(&page);
+    assert!(
+        out.contains("![A harbour](https://example.com/a.jpg)"),
+        "{out}"
+    );
+    for gone in ["Boats", "rebuilt", "Jane Doe"] {
+        assert!(!out.contains(gone), "{gone}: {out}");
+    }
+    assert!(out.contains("A block named like a caption"), "{out}");
+}
