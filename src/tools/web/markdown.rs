@@ -708,7 +708,7 @@ impl<'a> Converter<'a> {
         let alt = attr(attrs, "alt")
             .map(|a| collapse_spaces(&a))
             .unwrap_or_default();
-        let src = ["src", "data-src", "data-original"]
+        let src = ["src", "data-src", "data-lazy-src", "data-original"]
             .iter()
             .filter_map(|name| attr(attrs, name))
             .find_map(|s| self.target_url(&s));

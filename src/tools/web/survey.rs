@@ -706,13 +706,16 @@ impl<'a> Pass<'a> {
                 .any(|p| p.start <= start && start <= p.end)
         });
         let clear = article.clear && held * 2 > all;
-        // Unless it does, a list longer than the article is what the page
-        // is; and unless it is long or clearly wins, so are the links of a
-        // page made of them (a sitemap, a link directory).
-        let list = self
-            .lists
-            .iter()
-            .any(|l| scope.holds(l) && l.text > text && !l.inside(&article.parts));
+        // Unless it does, a list longer than the article, and not a menu
+        // (at least half its text outside links), is what the page is; and
+        // unless it is long or clearly wins, so are the links of a page
+        // made of them (a sitemap, a link directory).
+        let list = self.lists.iter().any(|l| {
+            scope.holds(l)
+                && l.text > text
+                && l.link_text * 2 <= l.text
+                && !l.inside(&article.parts)
+        });
         if !clear && list {
             return whole(link_boxes.unwrap_or_default());
         }

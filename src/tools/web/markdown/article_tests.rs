@@ -396,3 +396,27 @@ fn pictures_captions_and_credits_go_with_what_the_article_says_kept() {
     }
     assert!(out.contains("A block named like a caption"), "{out}");
 }
+
+#[test]
+fn a_menu_longer_than_the_article_does_not_make_the_page_a_list() {
+    // A city's site: a menu of sixty links, a news item that does not
+    // clearly win (a box about the city scores half as much), no main
+    // element. The menu is links, not a directory: the item is the article.
+    let menu: String = (0..60)
+        .map(|i| format!("<li><a href=\"/s/{i}\">Council service {i}</a></li>"))
+        .collect();
+    let rival = "<p>The city, founded long ago, sits by the river, with parks, schools, \
+                 and a market, and welcomes visitors all year round.</p>";
+    let page = format!(
+        "<body><div class=\"top\"><ul>{menu}</ul></div>\
+         <div class=\"news\">{}</div><div class=\"side\"><div class=\"col\">\
+         <div class=\"city\">{rival}{rival}</div></div></div></body>",
+        ARTICLE.repeat(5)
+    );
+    let out = md(&page);
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(
+        !out.contains("Council service") && !out.contains("The city"),
+        "{out}"
+    );
+}

@@ -78,6 +78,11 @@ fn images_are_markdown_with_absolute_urls() {
         md("<img src=\"data:image/gif;base64,R0lGOD\" data-src=\"/real.jpg\" alt=\"x\">"),
         "![x](https://example.com/real.jpg)"
     );
+    // WordPress's lazy loader names it in data-lazy-src.
+    assert_eq!(
+        md("<img src=\"data:image/svg+xml,%3Csvg%3E\" data-lazy-src=\"/jam.jpg\" alt=\"Jam\">"),
+        "![Jam](https://example.com/jam.jpg)"
+    );
 }
 
 #[test]
