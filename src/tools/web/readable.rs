@@ -150,6 +150,32 @@ pub fn is_caption(name: &str, attrs: &str, text: usize) -> bool {
         || (text < MAX_CAPTION && !attrs.is_empty() && named(attrs) & CAPTION != 0)
 }
 
+/// Does a heading say what the page's title says: more than three
+/// quarters of its words' text (lowercase runs of letters and digits) are
+/// the title's words? Readability leaves such an `h1` or `h2` out of the
+/// article: the title is given beside it.
+pub fn duplicates_title(title: &str, heading: &str) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let title = words(title);
+    let heading = words(heading);
+    if title.is_empty() || heading.is_empty() {
+        return false;
+    }
+    // The lengths of the words joined by spaces, as Readability measures.
+    let joined = |ws: &mut dyn Iterator<Item = &String>| -> usize {
+        let (count, bytes) = ws.fold((0, 0), |(n, b), w| (n + 1, b + w.len()));
+        bytes + count.max(1) - 1
+    };
+    let all = joined(&mut heading.iter());
+    let own = joined(&mut heading.iter().filter(|w| !title.contains(w)));
+    (own as f32) < 0.25 * all as f32
+}
+
 /// Does the class or id name a share bar?
 pub fn is_share(attrs: &str) -> bool {
     ["class", "id"]
@@ -507,6 +533,35 @@ mod tests {
             children: 2,
             frame: false,
         }
+    }
+
+    #[test]
+    fn a_heading_duplicates_the_title_when_its_words_are_the_titles() {
+        let title = "Grass fire near Millbrook reservoir contained | Millbrook Gazette";
+        assert!(duplicates_title(
+            title,
+            "Grass fire near Millbrook reservoir contained"
+        ));
+        assert!(duplicates_title(
+            title,
+            "Grass Fire Near Millbrook Reservoir, Contained!"
+        ));
+        // One word of its own in five: still the title's (0.17 of its text).
+        assert!(duplicates_title(
+            title,
+            "Grass fire near Millbrook reservoir now contained"
+        ));
+        assert!(!duplicates_title(title, "What the fire department said"));
+        assert!(!duplicates_title(
+            title,
+            "Reservoir trail closed until Thursday"
+        ));
+        assert!(!duplicates_title("", "Anything"));
+        assert!(!duplicates_title(title, "…"));
+        assert!(duplicates_title(
+            "欲張りなイヌ - 福娘童話集",
+            "欲張りなイヌ"
+        ));
     }
 
     #[test]

@@ -264,6 +264,10 @@ struct Pass<'a> {
     unlikely: usize,
     in_heading: usize,
     in_list: usize,
+    /// The page's title, and the text of the `h1` or `h2` being read: one
+    /// that says what the title says is left out.
+    title: Option<String>,
+    heading: Option<String>,
     /// The stack index of the `div` whose run the text being read joins:
     /// no block is open inside it.
     run_owner: Option<usize>,
@@ -345,6 +349,9 @@ impl<'a> Pass<'a> {
         let unlikely = readable::is_unlikely(tag, name, attrs);
         self.unlikely += usize::from(unlikely);
         self.in_heading += usize::from(matches!(tag, Tag::Heading(_)));
+        if matches!(tag, Tag::Heading(1 | 2)) {
+            self.heading = Some(String::new());
+        }
         self.in_list += usize::from(matches!(tag, Tag::Ul | Tag::Ol));
         self.counts.push(tag);
         self.stack.push(Counted {
@@ -445,6 +452,11 @@ impl<'a> Pass<'a> {
         }
         if self.in_heading > 0 {
             self.totals.heading_text += n;
+            // A heading this long is no title's.
+            if let Some(heading) = self.heading.as_mut().filter(|h| h.len() < 1024) {
+                heading.push_str(&tokenizer::decode(text, false));
+                heading.push(' ');
+            }
         }
         if self.in_list > 0 {
             self.totals.list_text += n;
@@ -555,6 +567,9 @@ impl<'a> Pass<'a> {
         if self.cleans(open, &span, data) {
             self.cleaned.push(span);
         }
+        if matches!(open.tag, Tag::Heading(1 | 2)) {
+            self.heading = None;
+        }
     }
 
     /// Would Readability clean an article of this element?
@@ -562,7 +577,14 @@ impl<'a> Pass<'a> {
         let is = |n: &str| open.name.eq_ignore_ascii_case(n);
         match open.tag {
             Tag::Iframe | Tag::Object => !readable::is_video(open.attrs),
-            Tag::Heading(1 | 2) => readable::class_weight(open.attrs) < 0.0,
+            Tag::Heading(1 | 2) => {
+                readable::class_weight(open.attrs) < 0.0
+                    || self
+                        .title
+                        .as_deref()
+                        .zip(self.heading.as_deref())
+                        .is_some_and(|(title, heading)| readable::duplicates_title(title, heading))
+            }
             Tag::Block if is("footer") || is("aside") => true,
             _ if readable::is_caption(open.name, open.attrs, span.text) => true,
             _ if span.text < 500
@@ -801,6 +823,7 @@ impl Survey {
                 }
                 Token::Raw(text) if in_title => {
                     survey.title = Some(collapse_spaces(&tokenizer::decode(text, false)));
+                    pass.title.clone_from(&survey.title);
                     in_title = false;
                 }
                 Token::Text(text) => {

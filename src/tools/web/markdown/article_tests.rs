@@ -420,3 +420,19 @@ fn a_menu_longer_than_the_article_does_not_make_the_page_a_list() {
         "{out}"
     );
 }
+
+#[test]
+fn a_heading_that_says_what_the_title_says_goes() {
+    // The title is given beside the content; a heading that repeats it
+    // (give or take the site's name and a word) is left out, as
+    // Readability leaves it, and other headings stay.
+    let page = format!(
+        "<head><title>The harbour at dawn | The Gazette</title></head><body><main>\
+         <h1>The Harbour at Dawn</h1>{}<h2>What the fishermen say</h2>{}</main></body>",
+        ARTICLE.repeat(3),
+        ARTICLE
+    );
+    let out = md(&page);
+    assert!(out.starts_with("The article says"), "{out}");
+    assert!(out.contains("## What the fishermen say"), "{out}");
+}
