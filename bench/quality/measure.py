@@ -39,6 +39,7 @@ Standalone: measure.py WEB_FETCH PEERS PYTHON [TRAFILATURA_PYTHON [KEEP_DIR
 """
 
 import collections
+import gzip
 import hashlib
 import json
 import os
@@ -52,18 +53,30 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGES = os.path.join(HERE, "pages")
+# The article-extraction benchmark's pages (import_benchmark.py): gzipped,
+# and unpacked once per run into a directory of their own.
+BENCHMARK = os.path.join(HERE, "benchmark")
+BENCHMARK_PREFIX = "aeb-"
+_UNPACKED = None
 
 WORD = re.compile(r"\w+", re.UNICODE)
 DESTINATION = re.compile(r"\]\((?:<[^>]*>|[^)\s]*)\)")
 
 # Each answer is printed as soon as it is made, one JSON line per page, so
 # that the caller keeps it even if a later page is interrupted.
+# A page its converter fails on (Readability.js's node process ends with an
+# error) is answered with nothing, as the server's call fails for its user.
 MCP_SNIPPET = r"""
 import json, sys
 from mcp_server_fetch.server import extract_content_from_html
 for path in sys.argv[1:]:
     with open(path, encoding="utf-8", errors="replace") as f:
-        answer = extract_content_from_html(f.read())
+        html = f.read()
+    try:
+        answer = extract_content_from_html(html)
+    except Exception as e:
+        print(f"{path}: {e}", file=sys.stderr)
+        answer = ""
     print(json.dumps({"path": path, "answer": answer}), flush=True)
 """
 
@@ -86,11 +99,15 @@ IMAGE = re.compile(r"!\[([^\]]*)\]\((?:<[^>]*>|[^)\s]*)\)")
 LINK = re.compile(r"\[([^\]]*)\]\((?:<[^>]*>|[^)\s]*)\)")
 
 
+FENCE_INFO = re.compile(r"^([ \t]*(?:`{3,}|~{3,}))[^\n`]*$", re.M)
+
+
 def plain(markdown):
     """The plain text of an answer: images gone (their alt text is not the
-    article's), links their text; the rest of markdown's marks are not
-    letters or digits, so tokens never see them."""
-    return LINK.sub(r"\1", IMAGE.sub(" ", markdown))
+    article's), links their text, a code fence's language gone (a mark, as
+    the fence is); the rest of markdown's marks are not letters or digits,
+    so tokens never see them."""
+    return LINK.sub(r"\1", IMAGE.sub(" ", FENCE_INFO.sub(r"\1", markdown)))
 
 
 def shingles(text, n=4):
@@ -113,8 +130,32 @@ def pages():
     return sorted(manifest())
 
 
+def page_path(name):
+    """The page's HTML file (a benchmark page unpacked on first use)."""
+    entry = manifest()[name]
+    if "gz" not in entry:
+        return os.path.join(PAGES, name, "page.html")
+    global _UNPACKED
+    if _UNPACKED is None:
+        _UNPACKED = tempfile.TemporaryDirectory(prefix="quality-pages-")
+    path = os.path.join(_UNPACKED.name, name + ".html")
+    if not os.path.exists(path):
+        with gzip.open(entry["gz"]) as src, open(path, "wb") as dst:
+            dst.write(src.read())
+    return path
+
+
+def expected_text(name):
+    entry = manifest()[name]
+    if "expected" in entry:
+        return entry["expected"]
+    with open(os.path.join(PAGES, name, "expected.txt"), encoding="utf-8") as f:
+        return f.read()
+
+
 def words(text):
-    return collections.Counter(w.lower() for w in WORD.findall(DESTINATION.sub("]", text)))
+    text = DESTINATION.sub("]", FENCE_INFO.sub(r"\1", text))
+    return collections.Counter(w.lower() for w in WORD.findall(text))
 
 
 def scores(expected, answer):
@@ -150,9 +191,28 @@ def raw_html(text):
     return len(TAG.findall(CODE.sub(" ", text)))
 
 
+_MANIFEST = None
+
+
 def manifest():
-    with open(os.path.join(HERE, "pages.json"), encoding="utf-8") as f:
-        return json.load(f)["pages"]
+    """Every page: pages.json's, and the benchmark's, whose article bodies
+    its annotators marked by hand (`reference`: "benchmark")."""
+    global _MANIFEST
+    if _MANIFEST is None:
+        with open(os.path.join(HERE, "pages.json"), encoding="utf-8") as f:
+            _MANIFEST = json.load(f)["pages"]
+        truth = os.path.join(BENCHMARK, "ground-truth.json")
+        if os.path.exists(truth):
+            with open(truth, encoding="utf-8") as f:
+                for key, page in json.load(f).items():
+                    _MANIFEST[BENCHMARK_PREFIX + key[:10]] = {
+                        # A fragment is not part of what is fetched.
+                        "url": page["url"].split("#", 1)[0],
+                        "reference": "benchmark",
+                        "expected": page["articleBody"],
+                        "gz": os.path.join(BENCHMARK, "html", key + ".html.gz"),
+                    }
+    return _MANIFEST
 
 
 def http_url(url):
@@ -235,7 +295,7 @@ def ours(web_fetch, names, rounds=0):
     round through the whole corpus, so that a burst of load from
     elsewhere spreads over pages instead of landing on one."""
     urls = {n: http_url(manifest()[n]["url"]) for n in names}
-    files = {u.split("://", 1)[1]: os.path.join(PAGES, n, "page.html") for n, u in urls.items()}
+    files = {u.split("://", 1)[1]: page_path(n) for n, u in urls.items()}
     empty = tempfile.NamedTemporaryFile(suffix=".html")
     empty.write(EMPTY_PAGE)
     empty.flush()
@@ -274,7 +334,7 @@ def page_costs(costs, names):
     rss0 = statistics.median(m for _, m in costs["empty"])
     rows = {}
     for n in names:
-        size = os.path.getsize(os.path.join(PAGES, n, "page.html"))
+        size = os.path.getsize(page_path(n))
         cpu = statistics.median(c for c, _ in costs[n])
         rss = statistics.median(m for _, m in costs[n])
         rows[n] = {"bytes": size, "cpu": cpu, "cpu_above": max(0.0, cpu - cpu0),
@@ -304,13 +364,13 @@ def streamed(argv, paths):
 
 
 def mcp(python, names):
-    paths = {os.path.join(PAGES, n, "page.html"): n for n in names}
+    paths = {page_path(n): n for n in names}
     for path, answer in streamed([python, "-c", MCP_SNIPPET, *paths], paths):
         yield paths[path], answer
 
 
 def trafilatura(python, names):
-    paths = {os.path.join(PAGES, n, "page.html"): n for n in names}
+    paths = {page_path(n): n for n in names}
     args = []
     for path, n in paths.items():
         args += [path, manifest()[n]["url"]]
@@ -340,7 +400,7 @@ def cached(cache_dir, who, names, convert):
         return dict(convert(names))
     out, missing = {}, {}
     for n in names:
-        with open(os.path.join(PAGES, n, "page.html"), "rb") as f:
+        with open(page_path(n), "rb") as f:
             key = hashlib.sha256(f.read() + manifest()[n]["url"].encode()).hexdigest()
         path = os.path.join(cache_dir, who, key + ".md")
         if os.path.exists(path):
@@ -374,8 +434,7 @@ def measure(web_fetch, peers, python, trafilatura_python=None, keep_dir=None, ca
                                         lambda ns: trafilatura(trafilatura_python, ns))
     rows = []
     for name in names:
-        with open(os.path.join(PAGES, name, "expected.txt"), encoding="utf-8") as f:
-            expected = f.read()
+        expected = expected_text(name)
         who_all = list(answers)
         counts = tokens(peers, [answers[who][name] for who in who_all])
         row = {"page": name, "expected_words": sum(words(expected).values()),
