@@ -302,7 +302,7 @@ impl<'a> Converter<'a> {
             tokenizer::decode_into(text, false, &mut pre.text);
             return;
         }
-        if memchr::memchr(b'&', text.as_bytes()).is_none() {
+        if tokenizer::find_byte(b'&', text.as_bytes()).is_none() {
             self.writer().text(text);
             return;
         }
