@@ -117,8 +117,16 @@ impl Sample {
         self.json += escaped_len(piece);
         let mut bytes = piece.as_bytes();
         let to_head = (self.half - self.head.len()).min(bytes.len());
+        if self.head.is_empty() {
+            // Each end sized once: a Vec that grows by doubling leaves
+            // the smaller copies behind, in memory the process still holds.
+            self.head.reserve_exact(self.half);
+        }
         self.head.extend_from_slice(&bytes[..to_head]);
         bytes = &bytes[to_head..];
+        if self.ring.is_empty() && !bytes.is_empty() {
+            self.ring.reserve_exact(self.half);
+        }
         if bytes.len() >= self.half {
             // Nothing of the ring survives this piece.
             self.ring.clear();

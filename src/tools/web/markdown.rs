@@ -33,8 +33,6 @@
 
 use std::borrow::Cow;
 
-use memchr::memmem;
-
 use super::survey::Survey;
 use super::tags::{
     closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag, MAX_DEPTH,
@@ -302,7 +300,7 @@ impl<'a> Converter<'a> {
             tokenizer::decode_into(text, false, &mut pre.text);
             return;
         }
-        if memchr::memchr(b'&', text.as_bytes()).is_none() {
+        if tokenizer::find_byte(b'&', text.as_bytes()).is_none() {
             self.writer().text(text);
             return;
         }
@@ -733,8 +731,8 @@ impl<'a> Converter<'a> {
             return None;
         }
         let url = self.target_url(href)?;
-        match url.split_once('#') {
-            Some((page, _)) if page == self.page => None,
+        match tokenizer::find_byte(b'#', url.as_bytes()) {
+            Some(hash) if url[..hash] == *self.page => None,
             _ => Some(url),
         }
     }
@@ -804,8 +802,8 @@ fn is_hidden(attrs: &str) -> bool {
         // Too short for `hidden` or `style=...none`.
         return false;
     }
-    let hidden = memmem::find(bytes, b"hidden").is_some();
-    if !hidden && memmem::find(bytes, b"none").is_none() {
+    let hidden = holds(bytes, b"hidden");
+    if !hidden && !holds(bytes, b"none") {
         return false;
     }
     if hidden
@@ -822,6 +820,23 @@ fn is_hidden(attrs: &str) -> bool {
             .to_ascii_lowercase();
         style.contains("display:none") || style.contains("visibility:hidden")
     })
+}
+
+/// Does `hay` hold `needle`? In the few bytes of a tag's attributes a
+/// look at each place its first byte stands costs less than building a
+/// searcher.
+fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut at = 0;
+    while let Some(i) = tokenizer::find_byte(first, &hay[at..]) {
+        at += i + 1;
+        if hay[at..].starts_with(rest) {
+            return true;
+        }
+    }
+    false
 }
 
 /// A fenced code block, its language from the classes it was found with.

@@ -56,6 +56,79 @@ fn is_raw_text(name: &str) -> bool {
     }
 }
 
+/// The index of the first `needle` in `hay`. The runs between a page's
+/// tags are short: the first 32 bytes are looked at a word at a time here,
+/// where a call to memchr costs more than the scan, and only a longer run
+/// is handed to it.
+#[inline]
+pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= hay.len() {
+        if i == SHORT {
+            return memchr(needle, &hay[i..]).map(|j| i + j);
+        }
+        let found = zero_bytes(load(hay, i) ^ (LOW * u64::from(needle)));
+        if found != 0 {
+            return Some(i + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    hay[i..].iter().position(|&b| b == needle).map(|j| i + j)
+}
+
+/// `find_byte` for either of two bytes.
+#[inline]
+fn find_byte2(one: u8, two: u8, hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= hay.len() {
+        if i == SHORT {
+            return memchr2(one, two, &hay[i..]).map(|j| i + j);
+        }
+        let word = load(hay, i);
+        let found =
+            zero_bytes(word ^ (LOW * u64::from(one))) | zero_bytes(word ^ (LOW * u64::from(two)));
+        if found != 0 {
+            return Some(i + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    hay[i..]
+        .iter()
+        .position(|&b| b == one || b == two)
+        .map(|j| i + j)
+}
+
+/// How far `find_byte` looks by itself.
+const SHORT: usize = 32;
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+fn load(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The high bit set in the lowest zero byte of `word` (and maybe in
+/// bytes above it, which a borrow can reach: only the lowest is read).
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(LOW) & !word & HIGH
+}
+
+/// Where a tag's name ends: whitespace, `/` or `>`.
+fn ends_name(b: u8) -> bool {
+    const ENDS: [bool; 256] = {
+        let mut ends = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            ends[b] = (b as u8).is_ascii_whitespace() || b == b'/' as usize || b == b'>' as usize;
+            b += 1;
+        }
+        ends
+    };
+    ENDS[usize::from(b)]
+}
+
 impl<'a> Tokenizer<'a> {
     pub fn new(src: &'a str) -> Self {
         Tokenizer {
@@ -98,7 +171,7 @@ impl<'a> Tokenizer<'a> {
     /// Skips to just past the next `>` (or to the end).
     fn skip_past_gt(&mut self, from: usize) {
         let bytes = self.src.as_bytes();
-        self.pos = memchr(b'>', &bytes[from..]).map_or(bytes.len(), |i| from + i + 1);
+        self.pos = find_byte(b'>', &bytes[from..]).map_or(bytes.len(), |i| from + i + 1);
     }
 
     /// Where the start tag whose attributes begin at `from` ends (the index
@@ -107,7 +180,7 @@ impl<'a> Tokenizer<'a> {
         let bytes = self.src.as_bytes();
         let mut i = from;
         loop {
-            let j = i + memchr2(b'>', b'=', &bytes[i..])?;
+            let j = i + find_byte2(b'>', b'=', &bytes[i..])?;
             if bytes[j] == b'>' {
                 return Some(j);
             }
@@ -118,7 +191,7 @@ impl<'a> Tokenizer<'a> {
             }
             match bytes.get(k) {
                 Some(&q @ (b'"' | b'\'')) => {
-                    i = k + 1 + memchr(q, &bytes[k + 1..])? + 1;
+                    i = k + 1 + find_byte(q, &bytes[k + 1..])? + 1;
                 }
                 Some(_) => i = k,
                 None => return None,
@@ -152,7 +225,7 @@ impl<'a> Iterator for Tokenizer<'a> {
                 // Text runs to the next `<` that opens something.
                 let mut at = start + 1;
                 let end = loop {
-                    match memchr(b'<', &bytes[at..]) {
+                    match find_byte(b'<', &bytes[at..]) {
                         None => break bytes.len(),
                         Some(i) if opens(at + i) => break at + i,
                         Some(i) => at = at + i + 1,
@@ -188,9 +261,13 @@ impl<'a> Iterator for Tokenizer<'a> {
                     let name_end = name_start
                         + bytes[name_start..]
                             .iter()
-                            .position(|b| b.is_ascii_whitespace() || matches!(b, b'/' | b'>'))
+                            .position(|&b| ends_name(b))
                             .unwrap_or(bytes.len() - name_start);
-                    self.skip_past_gt(name_end);
+                    if bytes.get(name_end) == Some(&b'>') {
+                        self.pos = name_end + 1;
+                    } else {
+                        self.skip_past_gt(name_end);
+                    }
                     return Some(Token::End(&self.src[name_start..name_end]));
                 }
                 b if b.is_ascii_alphabetic() => {
@@ -198,9 +275,15 @@ impl<'a> Iterator for Tokenizer<'a> {
                     let name_end = name_start
                         + bytes[name_start..]
                             .iter()
-                            .position(|b| b.is_ascii_whitespace() || matches!(b, b'/' | b'>'))
+                            .position(|&b| ends_name(b))
                             .unwrap_or(bytes.len() - name_start);
-                    let Some(gt) = self.tag_end(name_end) else {
+                    // Most tags have no attributes: their `>` ends the name.
+                    let gt = if bytes.get(name_end) == Some(&b'>') {
+                        Some(name_end)
+                    } else {
+                        self.tag_end(name_end)
+                    };
+                    let Some(gt) = gt else {
                         // A tag cut by the end of the page is dropped.
                         self.pos = bytes.len();
                         return None;
@@ -250,7 +333,7 @@ pub fn attr<'a>(attrs: &'a str, name: &str) -> Option<Cow<'a, str>> {
             }
             match bytes.get(i) {
                 Some(&q @ (b'"' | b'\'')) => {
-                    let end = memchr(q, &bytes[i + 1..]).map_or(bytes.len(), |e| i + 1 + e);
+                    let end = find_byte(q, &bytes[i + 1..]).map_or(bytes.len(), |e| i + 1 + e);
                     let v = &attrs[i + 1..end];
                     i = end + 1;
                     v
@@ -277,7 +360,7 @@ pub fn attr<'a>(attrs: &'a str, name: &str) -> Option<Cow<'a, str>> {
 /// (`in_attr`) a legacy reference without `;` followed by a letter, digit
 /// or `=` stays as written, as browsers keep `?a=1&copy=2` intact.
 pub fn decode(text: &str, in_attr: bool) -> Cow<'_, str> {
-    if memchr(b'&', text.as_bytes()).is_none() {
+    if find_byte(b'&', text.as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -464,6 +547,29 @@ mod tests {
             tokens("<script></script>"),
             [start("script", ""), Token::End("script")]
         );
+    }
+
+    #[test]
+    fn byte_search_finds_the_first_at_every_place() {
+        // Inside the word steps, past them (memchr's part), at the end,
+        // beside bytes one away from the needle, and after high bytes.
+        for len in 0..80 {
+            for at in 0..=len {
+                let mut hay: Vec<u8> = (0..len).map(|i| [b';', b'=', 0xbc, b'a'][i % 4]).collect();
+                let want = (at < len).then_some(at);
+                if at < len {
+                    hay[at] = b'<';
+                }
+                assert_eq!(find_byte(b'<', &hay), want, "len {len} at {at}");
+                assert_eq!(find_byte2(b'<', b'>', &hay), want, "len {len} at {at}");
+                if at + 1 < len {
+                    hay[at + 1] = b'<';
+                    hay[at] = b'>';
+                    assert_eq!(find_byte(b'<', &hay), Some(at + 1));
+                    assert_eq!(find_byte2(b'<', b'>', &hay), Some(at));
+                }
+            }
+        }
     }
 
     #[test]

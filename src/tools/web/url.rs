@@ -48,13 +48,16 @@ pub fn resolve(base: &str, reference: &str) -> String {
 /// The scheme of an absolute URL (`https` of `https://...`, `mailto` of
 /// `mailto:x`), as written.
 pub fn scheme_of(url: &str) -> Option<&str> {
-    let colon = url.find(':')?;
-    let scheme = &url[..colon];
-    let mut chars = scheme.chars();
-    let first = chars.next()?;
-    (first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-    .then_some(scheme)
+    // Read up to the first byte a scheme cannot hold, which must be its
+    // `:`: a relative link is not scanned to its end for one.
+    let bytes = url.as_bytes();
+    if !bytes.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let colon = bytes
+        .iter()
+        .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))?;
+    (bytes[colon] == b':').then(|| &url[..colon])
 }
 
 struct Parts<'a> {

@@ -323,6 +323,29 @@ fn hidden_and_non_content_elements_leave_no_text() {
 }
 
 #[test]
+fn attribute_text_is_searched_as_memmem_would() {
+    for hay in [
+        "",
+        "h",
+        "hidde",
+        "hidden",
+        "hhidden",
+        "hidhidden x",
+        r#"href="/a.html" class="x hidden""#,
+        r#"style="display:nonE; x:none""#,
+        "non",
+    ] {
+        for needle in ["hidden", "none", "h"] {
+            assert_eq!(
+                holds(hay.as_bytes(), needle.as_bytes()),
+                hay.contains(needle),
+                "{hay:?} {needle:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn first_title_wins_and_missing_title_is_empty() {
     assert_eq!(convert("<p>x</p>", URL).title, "");
     let page = convert("<title>A &amp; B</title><p>x<title>C</title></p>", URL);
