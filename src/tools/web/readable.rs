@@ -341,6 +341,18 @@ pub struct Paragraph {
     pub sentence: bool,
 }
 
+impl Paragraph {
+    /// Prose that joins the article beside it: over `PROSE` bytes with
+    /// under a quarter links, or shorter, without a link, ending a
+    /// sentence. Only such paragraphs are kept for the choice, so a page
+    /// of a hundred thousand tiny ones costs nothing for them.
+    pub fn is_prose(&self) -> bool {
+        let density = self.link_text as f32 / self.text.max(1) as f32;
+        (self.text > PROSE && density < 0.25)
+            || (self.text > 0 && self.text <= PROSE && self.link_text == 0 && self.sentence)
+    }
+}
+
 /// A chosen part of the page: start tags `start..=end` and its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Part {
@@ -456,10 +468,7 @@ pub fn choose(candidates: &[Candidate], paragraphs: &[Paragraph]) -> Option<Arti
         if p.parent != top.parent || p.ordinal == top.ordinal {
             continue;
         }
-        let density = p.link_text as f32 / p.text.max(1) as f32;
-        let prose = (p.text > PROSE && density < 0.25)
-            || (p.text > 0 && p.text <= PROSE && p.link_text == 0 && p.sentence);
-        if prose {
+        if p.is_prose() {
             parts.push(Part::of(p.ordinal, p.end, p.text, p.link_text));
         }
     }
@@ -548,6 +557,24 @@ mod tests {
             children: 2,
             frame: false,
         }
+    }
+
+    #[test]
+    fn prose_is_long_with_few_links_or_short_ending_a_sentence() {
+        let p = |text, link_text, sentence| Paragraph {
+            ordinal: 1,
+            end: 2,
+            parent: 0,
+            text,
+            link_text,
+            sentence,
+        };
+        assert!(p(81, 20, false).is_prose());
+        assert!(!p(81, 21, false).is_prose());
+        assert!(p(30, 0, true).is_prose());
+        assert!(!p(30, 0, false).is_prose());
+        assert!(!p(30, 5, true).is_prose());
+        assert!(!p(0, 0, true).is_prose());
     }
 
     #[test]

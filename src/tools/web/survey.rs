@@ -275,6 +275,7 @@ struct Pass<'a> {
     sentence: bool,
     /// What a page without a main element needs (`readable`).
     candidates: Vec<Candidate>,
+    /// The paragraphs of prose, which may join the article beside it.
     paragraphs: Vec<Paragraph>,
     /// Boxes, and blocks an article is cleaned of.
     boxes: Vec<Span>,
@@ -555,14 +556,17 @@ impl<'a> Pass<'a> {
             self.totals.paragraphs += 1;
         }
         if open.tag == Tag::P || div_paragraph {
-            self.paragraphs.push(Paragraph {
+            let paragraph = Paragraph {
                 ordinal: open.ordinal,
                 end: span.end,
                 parent,
                 text: span.text,
                 link_text: span.link_text,
                 sentence: self.sentence,
-            });
+            };
+            if paragraph.is_prose() {
+                self.paragraphs.push(paragraph);
+            }
         }
         if self.cleans(open, &span, data) {
             self.cleaned.push(span);
