@@ -150,30 +150,43 @@ pub fn is_caption(name: &str, attrs: &str, text: usize) -> bool {
         || (text < MAX_CAPTION && !attrs.is_empty() && named(attrs) & CAPTION != 0)
 }
 
-/// Does a heading say what the page's title says: more than three
-/// quarters of its words' text (lowercase runs of letters and digits) are
-/// the title's words? Readability leaves such an `h1` or `h2` out of the
-/// article: the title is given beside it.
-pub fn duplicates_title(title: &str, heading: &str) -> bool {
-    let words = |text: &str| -> Vec<String> {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let title = words(title);
-    let heading = words(heading);
-    if title.is_empty() || heading.is_empty() {
-        return false;
+/// The page's title as a heading is compared with it: its words
+/// (lowercase runs of letters and digits).
+#[derive(Debug, Default)]
+pub struct Title(Vec<String>);
+
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+impl Title {
+    pub fn of(title: &str) -> Title {
+        Title(words(title).collect())
     }
-    // The lengths of the words joined by spaces, as Readability measures.
-    let joined = |ws: &mut dyn Iterator<Item = &String>| -> usize {
-        let (count, bytes) = ws.fold((0, 0), |(n, b), w| (n + 1, b + w.len()));
-        bytes + count.max(1) - 1
-    };
-    let all = joined(&mut heading.iter());
-    let own = joined(&mut heading.iter().filter(|w| !title.contains(w)));
-    (own as f32) < 0.25 * all as f32
+
+    /// Does the heading say what the title says: more than three quarters
+    /// of its words' text (joined by spaces, as Readability measures) are
+    /// the title's words? Readability leaves such an `h1` or `h2` out of
+    /// the article: the title is given beside it.
+    pub fn said_by(&self, heading: &str) -> bool {
+        let (mut all, mut own, mut count) = (0, 0, 0);
+        for word in words(heading) {
+            count += 1;
+            all += word.len() + 1;
+            if !self.0.contains(&word) {
+                own += word.len() + 1;
+            }
+        }
+        if self.0.is_empty() || count == 0 {
+            return false;
+        }
+        // The spaces between the words: one fewer than the words, each
+        // counted with its word above.
+        let own = own.saturating_sub(usize::from(own > 0));
+        (own as f32) < 0.25 * (all - 1) as f32
+    }
 }
 
 /// Does the class or id name a share bar?
@@ -578,32 +591,17 @@ mod tests {
     }
 
     #[test]
-    fn a_heading_duplicates_the_title_when_its_words_are_the_titles() {
+    fn a_heading_says_the_title_when_its_words_are_the_titles() {
         let title = "Grass fire near Millbrook reservoir contained | Millbrook Gazette";
-        assert!(duplicates_title(
-            title,
-            "Grass fire near Millbrook reservoir contained"
-        ));
-        assert!(duplicates_title(
-            title,
-            "Grass Fire Near Millbrook Reservoir, Contained!"
-        ));
+        assert!(Title::of(title).said_by("Grass fire near Millbrook reservoir contained"));
+        assert!(Title::of(title).said_by("Grass Fire Near Millbrook Reservoir, Contained!"));
         // One word of its own in five: still the title's (0.17 of its text).
-        assert!(duplicates_title(
-            title,
-            "Grass fire near Millbrook reservoir now contained"
-        ));
-        assert!(!duplicates_title(title, "What the fire department said"));
-        assert!(!duplicates_title(
-            title,
-            "Reservoir trail closed until Thursday"
-        ));
-        assert!(!duplicates_title("", "Anything"));
-        assert!(!duplicates_title(title, "…"));
-        assert!(duplicates_title(
-            "欲張りなイヌ - 福娘童話集",
-            "欲張りなイヌ"
-        ));
+        assert!(Title::of(title).said_by("Grass fire near Millbrook reservoir now contained"));
+        assert!(!Title::of(title).said_by("What the fire department said"));
+        assert!(!Title::of(title).said_by("Reservoir trail closed until Thursday"));
+        assert!(!Title::of("").said_by("Anything"));
+        assert!(!Title::of(title).said_by("…"));
+        assert!(Title::of("欲張りなイヌ - 福娘童話集").said_by("欲張りなイヌ"));
     }
 
     #[test]

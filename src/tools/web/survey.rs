@@ -266,7 +266,7 @@ struct Pass<'a> {
     in_list: usize,
     /// The page's title, and the text of the `h1` or `h2` being read: one
     /// that says what the title says is left out.
-    title: Option<String>,
+    title: readable::Title,
     heading: Option<String>,
     /// The stack index of the `div` whose run the text being read joins:
     /// no block is open inside it.
@@ -584,13 +584,18 @@ impl<'a> Pass<'a> {
             Tag::Heading(1 | 2) => {
                 readable::class_weight(open.attrs) < 0.0
                     || self
-                        .title
+                        .heading
                         .as_deref()
-                        .zip(self.heading.as_deref())
-                        .is_some_and(|(title, heading)| readable::duplicates_title(title, heading))
+                        .is_some_and(|heading| self.title.said_by(heading))
             }
             Tag::Block if is("footer") || is("aside") => true,
-            _ if readable::is_caption(open.name, open.attrs, span.text) => true,
+            // Links, tables and the marks inside text are never captions
+            // (a picture's table holds the picture too; its cell may be).
+            Tag::Block | Tag::P | Tag::Inline | Tag::Td | Tag::Th
+                if readable::is_caption(open.name, open.attrs, span.text) =>
+            {
+                true
+            }
             _ if span.text < 500
                 && memmem::find(open.attrs.as_bytes(), b"share").is_some()
                 && readable::is_share(open.attrs) =>
@@ -827,7 +832,7 @@ impl Survey {
                 }
                 Token::Raw(text) if in_title => {
                     survey.title = Some(collapse_spaces(&tokenizer::decode(text, false)));
-                    pass.title.clone_from(&survey.title);
+                    pass.title = readable::Title::of(survey.title.as_deref().unwrap_or(""));
                     in_title = false;
                 }
                 Token::Text(text) => {

@@ -382,6 +382,8 @@ fn pictures_captions_and_credits_go_with_what_the_article_says_kept() {
          <figcaption>Boats in the harbour at dawn, seen from the pier.</figcaption></figure>\
          <p class=\"wp-caption-text\">The pier, rebuilt in 1990.</p>\
          <span class=\"photo-credit\">Photo: Jane Doe / Agency</span>\
+         <table class=\"tr-caption-container\"><tr><td><img src=\"/b.png\" alt=\"Board\"></td>\
+         </tr><tr><td class=\"tr-caption\">Block diagram of the board</td></tr></table>\
          <div class=\"caption-like\"><p>{long}</p></div>{}</main></body>",
         ARTICLE.repeat(3),
         ARTICLE
@@ -391,7 +393,8 @@ fn pictures_captions_and_credits_go_with_what_the_article_says_kept() {
         out.contains("![A harbour](https://example.com/a.jpg)"),
         "{out}"
     );
-    for gone in ["Boats", "rebuilt", "Jane Doe"] {
+    assert!(out.contains("![Board](https://example.com/b.png)"), "{out}");
+    for gone in ["Boats", "rebuilt", "Jane Doe", "Block diagram"] {
         assert!(!out.contains(gone), "{gone}: {out}");
     }
     assert!(out.contains("A block named like a caption"), "{out}");
