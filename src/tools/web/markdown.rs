@@ -38,7 +38,7 @@ use super::tags::{
     closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag, MAX_DEPTH,
 };
 use super::text::collapse_spaces;
-use super::tokenizer::{self, attr, StartTag, Token, Tokenizer};
+use super::tokenizer::{self, attr, holds, StartTag, Token, Tokenizer};
 use super::url::{resolve, scheme_of};
 use super::writer::{destination, longest_run, Writer};
 
@@ -820,23 +820,6 @@ fn is_hidden(attrs: &str) -> bool {
             .to_ascii_lowercase();
         style.contains("display:none") || style.contains("visibility:hidden")
     })
-}
-
-/// Does `hay` hold `needle`? In the few bytes of a tag's attributes a
-/// look at each place its first byte stands costs less than building a
-/// searcher.
-fn holds(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let mut at = 0;
-    while let Some(i) = tokenizer::find_byte(first, &hay[at..]) {
-        at += i + 1;
-        if hay[at..].starts_with(rest) {
-            return true;
-        }
-    }
-    false
 }
 
 /// A fenced code block, its language from the classes it was found with.

@@ -34,8 +34,6 @@
 //! counts are running totals (bytes of text, of link text, links) read at
 //! a block's start and end, so a block costs the same at any depth.
 
-use memchr::memmem;
-
 use super::readable::{self, Block, Candidate, Paragraph};
 use super::tags::{
     closed_by_end_tag, kept_before_start_counted, Element, OpenCounts, Tag, MAX_DEPTH,
@@ -597,7 +595,7 @@ impl<'a> Pass<'a> {
                 true
             }
             _ if span.text < 500
-                && memmem::find(open.attrs.as_bytes(), b"share").is_some()
+                && tokenizer::holds(open.attrs.as_bytes(), b"share")
                 && readable::is_share(open.attrs) =>
             {
                 true
@@ -822,7 +820,7 @@ impl Survey {
                         _ => {}
                     }
                     if pass.watched[1].is_none()
-                        && memmem::find(tag.attrs.as_bytes(), b"main").is_some()
+                        && tokenizer::holds(tag.attrs.as_bytes(), b"main")
                         && attr(tag.attrs, "role")
                             .is_some_and(|r| r.trim().eq_ignore_ascii_case("main"))
                     {

@@ -76,6 +76,23 @@ pub fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
     hay[i..].iter().position(|&b| b == needle).map(|j| i + j)
 }
 
+/// Does `hay` hold `needle`? In the few bytes of a tag's attributes a
+/// look at each place its first byte stands costs less than building a
+/// searcher.
+pub fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut at = 0;
+    while let Some(i) = find_byte(first, &hay[at..]) {
+        at += i + 1;
+        if hay[at..].starts_with(rest) {
+            return true;
+        }
+    }
+    false
+}
+
 /// `find_byte` for either of two bytes.
 #[inline]
 fn find_byte2(one: u8, two: u8, hay: &[u8]) -> Option<usize> {
