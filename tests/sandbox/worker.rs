@@ -170,6 +170,14 @@ fn failed(result: &Value) -> String {
 /// A call that runs until it is stopped: file_read of the second line of
 /// a sparse terabyte without a line end scans it all. (Our tools never
 /// block: a FIFO or a device is refused at once.)
+/// Does the process hold `path` open?
+fn holds_open(pid: i32, path: &std::path::Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+    })
+}
+
 fn endless(w: &World) -> Value {
     let path = w.ws.join("sparse");
     let file = std::fs::File::create(&path).unwrap();
@@ -287,6 +295,13 @@ fn calls_at_once_get_workers_of_their_own() {
     std::fs::write(w.ws.join("a.txt"), "a\n").unwrap();
     let mut server = Server::start(&w, &[]);
     let blocked = server.start_call("file_read", endless);
+    // The endless call is under way (its worker reads the file) before the
+    // others are sent, so that none of them can take its worker first.
+    let sparse = w.ws.join("sparse");
+    assert!(eventually(|| server
+        .workers()
+        .iter()
+        .any(|&pid| holds_open(pid, &sparse))));
     // While one call runs, others answer.
     for _ in 0..3 {
         let read = server.call("file_read", json!({"file_path": "a.txt"}));
