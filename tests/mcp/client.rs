@@ -221,7 +221,11 @@ fn servers_end_with_the_host() {
         let out = host(&config, home.path())
             .args(["--sandbox", sandbox])
             .args(["call", "mcp__fast__sleepy", r#"{"seconds": 60}"#])
-            .output_signalling(libc::SIGKILL, || pidfile.exists());
+            // The pid once written: the file is made before its digits,
+            // which come in one write when it is closed.
+            .output_signalling(libc::SIGKILL, || {
+                std::fs::read_to_string(&pidfile).is_ok_and(|pid| pid.trim().parse::<i32>().is_ok())
+            });
         assert_eq!(out.code, -1, "killed");
         let pid: i32 = std::fs::read_to_string(&pidfile)
             .unwrap()
