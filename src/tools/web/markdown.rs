@@ -992,4 +992,6 @@ mod article_tests;
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]
+mod link_box_tests;
+#[cfg(test)]
 mod tests;
