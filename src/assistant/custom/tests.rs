@@ -91,12 +91,18 @@ fn folders_come_in_precedence_order_and_the_project_only_when_trusted() {
 #[test]
 fn commands_nest_the_project_wins_and_both_are_known() {
     let w = World::new();
-    w.write(&w.home.join(".config/ikigai/commands/review.md"), "mine");
     w.write(
-        &w.home.join(".claude/commands/git/commit.md"),
+        &w.home.join(".config/ikigai/commands").join(md("review")),
+        "mine",
+    );
+    w.write(
+        &w.home.join(".claude/commands/git").join(md("commit")),
         "---\ndescription: Commit\n---\nDo it",
     );
-    w.write(&w.project.join(".ikigai/commands/review.md"), "theirs");
+    w.write(
+        &w.project.join(".ikigai/commands").join(md("review")),
+        "theirs",
+    );
     w.write(&w.home.join(".codex/prompts/notes.txt"), "not markdown");
     let listing = list(Kind::Commands, &w.places(true));
     assert_eq!(
@@ -193,23 +199,27 @@ fn broken_front_matter_a_huge_body_and_odd_files_are_warnings() {
     assert_eq!(listing.docs[0].body.len(), read::MAX_BYTES);
     let said: Vec<String> = listing.warnings.iter().map(|w| w.to_string()).collect();
     assert!(
-        said.iter()
-            .any(|s| s.contains("broken.md: skipped: front matter, line 2, field 'description'")),
+        said.iter().any(|s| s.contains(&format!(
+            "{}: skipped: front matter, line 2, field 'description'",
+            md("broken")
+        ))),
         "{said:?}"
     );
     assert!(
         said.iter()
-            .any(|s| s.contains("huge.md: cut to its first 256 KB")),
+            .any(|s| s.contains(&format!("{}: cut to its first 256 KB", md("huge")))),
         "{said:?}"
     );
     assert!(
         said.iter()
-            .any(|s| s.contains("binary.md: skipped: it is not UTF-8")),
+            .any(|s| s.contains(&format!("{}: skipped: it is not UTF-8", md("binary")))),
         "{said:?}"
     );
     assert!(
-        said.iter()
-            .any(|s| s.contains("pipe.md: skipped: it is not a regular file")),
+        said.iter().any(|s| s.contains(&format!(
+            "{}: skipped: it is not a regular file",
+            md("pipe")
+        ))),
         "{said:?}"
     );
 }
